@@ -1,0 +1,5 @@
+"""`python -m octygraph` runs the command line."""
+
+from octygraph.cli import main
+
+main()

@@ -1,0 +1,271 @@
+"""Settings: environment, secrets and per-project paths.
+
+Every value comes from the environment first; secrets also fall back to a `.env` file in the working
+directory and then in its parent, as the Octybot configuration does. Secrets are held as
+`pydantic.SecretStr`, so they print as `**********` in logs, traces and error messages.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import SecretStr
+
+DEFAULT_MODEL = "openai/gpt-oss-120b"
+DEFAULT_VOYAGE_MODEL = "voyage-4"
+OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+
+SECRET_NAMES = (
+    "OPENROUTER_API_KEY",
+    "VOYAGE_API_KEY",
+    "OCTY_LLM_API_KEY",
+    "CLOUDFLARE_API_TOKEN",
+    "ANTHROPIC_API_KEY",
+    "LANGSMITH_API_KEY",
+)
+
+
+class SettingsError(ValueError):
+    """A setting has a value that cannot be used; the message says which and what to do."""
+
+
+def read_dotenv(path: Path) -> dict[str, str]:
+    """Parse a `.env` file (KEY=VALUE lines, optional `export`, quotes, comments); missing file -> {}."""
+    values: dict[str, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return values
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        if line.startswith("export "):
+            line = line[len("export ") :].strip()
+        key, _, value = line.partition("=")
+        key, value = key.strip(), value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        elif " #" in value:
+            value = value.split(" #", 1)[0].rstrip()
+        if key:
+            values[key] = value
+    return values
+
+
+def resolve_value(name: str, env: Mapping[str, str], cwd: Path) -> str | None:
+    """Resolve one value: environment, then `.env` in `cwd`, then `.env` in its parent."""
+    value = env.get(name)
+    if value:
+        return value
+    for folder in (cwd, cwd.parent):
+        value = read_dotenv(folder / ".env").get(name)
+        if value:
+            return value
+    return None
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be a number, got {raw!r}.") from None
+    if value <= 0:
+        raise SettingsError(f"{name} must be greater than zero, got {raw!r}.")
+    return value
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    return int(_float(env, name, default))
+
+
+@dataclass(frozen=True)
+class ProjectPaths:
+    """Where one project's memory lives: `$OCTYBOT_HOME/projects/<project-id>/memory/`."""
+
+    home: Path
+    project_id: str
+    memory_dir: Path
+    db: Path
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.memory_dir / "checkpoints.db"
+
+    @property
+    def profile_state(self) -> Path:
+        return self.memory_dir / "memory-profile-state.json"
+
+    @property
+    def debug_dir(self) -> Path:
+        return self.memory_dir / "debug"
+
+    @property
+    def dev_mode_flag(self) -> Path:
+        return self.debug_dir / ".dev-mode"
+
+    @property
+    def verbose_flag(self) -> Path:
+        return self.debug_dir / ".verbose-mode"
+
+    @property
+    def manifest(self) -> Path:
+        return self.debug_dir / ".stored-manifest.json"
+
+    @property
+    def dev_log(self) -> Path:
+        return self.debug_dir / "dev.log"
+
+    @property
+    def profiles_dir(self) -> Path:
+        return self.memory_dir / "profiles"
+
+    @property
+    def snapshots_dir(self) -> Path:
+        return self.memory_dir / "snapshots"
+
+    def ensure(self) -> ProjectPaths:
+        """Create the data folders, private to the user (0700)."""
+        for folder in (
+            self.home,
+            self.home / "projects",
+            self.memory_dir.parent,
+            self.memory_dir,
+            self.debug_dir,
+            self.profiles_dir,
+            self.snapshots_dir,
+            self.db.parent,
+        ):
+            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                folder.chmod(0o700)
+            except OSError:
+                pass
+        return self
+
+
+def sanitize_project_id(raw: str) -> str:
+    """Make a project id safe as one folder name."""
+    cleaned = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in raw.strip())
+    cleaned = cleaned.strip(".-") or "default"
+    return cleaned[:100]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything octygraph reads from the environment, resolved once."""
+
+    home: Path
+    project_id: str
+    db_path_override: Path | None = None
+    cwd: Path = field(default_factory=Path.cwd)
+    # LLM
+    openrouter_api_key: SecretStr | None = None
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    cloudflare_api_token: SecretStr | None = None
+    cf_account_id: str | None = None
+    anthropic_api_key: SecretStr | None = None
+    layer1_model: str = DEFAULT_MODEL
+    layer2_model: str = DEFAULT_MODEL
+    # Embeddings
+    embeddings: str = "auto"  # auto | local | voyage
+    voyage_api_key: SecretStr | None = None
+    voyage_model: str = DEFAULT_VOYAGE_MODEL
+    # Usage reporting
+    worker_url: str | None = None
+    # Limits
+    max_turns: int = 8
+    loop_timeout_s: float = 30.0
+    context_budget_chars: int = 6000
+    hook_budget_s: float = 12.0
+    debug: bool = False
+
+    @classmethod
+    def from_env(
+        cls,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        project_id: str | None = None,
+    ) -> Settings:
+        """Read settings from the environment (and `.env` files for secrets)."""
+        env = os.environ if env is None else env
+        cwd = (cwd or Path.cwd()).resolve()
+
+        def value(name: str) -> str | None:
+            return resolve_value(name, env, cwd)
+
+        def secret(name: str) -> SecretStr | None:
+            raw = value(name)
+            return SecretStr(raw) if raw else None
+
+        home = Path(env.get("OCTYBOT_HOME") or Path.home() / ".octybot").expanduser()
+        pid = project_id or env.get("OCTYBOT_PROJECT") or cwd.name
+        db_override = env.get("DB_PATH")
+        embeddings = (env.get("OCTY_EMBEDDINGS") or "auto").strip().lower()
+        if embeddings not in ("auto", "local", "voyage"):
+            raise SettingsError(
+                f"OCTY_EMBEDDINGS must be 'local' or 'voyage', got {embeddings!r}."
+            )
+        return cls(
+            home=home,
+            project_id=sanitize_project_id(pid),
+            db_path_override=Path(db_override).expanduser() if db_override else None,
+            cwd=cwd,
+            openrouter_api_key=secret("OPENROUTER_API_KEY"),
+            llm_base_url=value("OCTY_LLM_BASE_URL"),
+            llm_api_key=secret("OCTY_LLM_API_KEY"),
+            cloudflare_api_token=secret("CLOUDFLARE_API_TOKEN"),
+            cf_account_id=value("CF_ACCOUNT_ID"),
+            anthropic_api_key=secret("ANTHROPIC_API_KEY"),
+            layer1_model=env.get("LAYER1") or DEFAULT_MODEL,
+            layer2_model=env.get("LAYER2") or DEFAULT_MODEL,
+            embeddings=embeddings,
+            voyage_api_key=secret("VOYAGE_API_KEY"),
+            voyage_model=env.get("VOYAGE_MODEL") or DEFAULT_VOYAGE_MODEL,
+            worker_url=value("WORKER_URL"),
+            max_turns=_int(env, "OCTY_MAX_TURNS", 8),
+            loop_timeout_s=_float(env, "OCTY_LOOP_TIMEOUT_S", 30.0),
+            context_budget_chars=_int(env, "OCTY_CONTEXT_BUDGET", 6000),
+            hook_budget_s=_float(env, "OCTY_HOOK_BUDGET_S", 12.0),
+            debug=(env.get("OCTY_DEBUG") or "0") not in ("", "0", "false", "no"),
+        )
+
+    @property
+    def paths(self) -> ProjectPaths:
+        memory_dir = self.home / "projects" / self.project_id / "memory"
+        db = self.db_path_override or memory_dir / "memory.db"
+        return ProjectPaths(self.home, self.project_id, memory_dir, db)
+
+    @property
+    def llm_configured(self) -> bool:
+        """True when some chat model endpoint has credentials (or a local base URL)."""
+        return bool(self.llm_base_url or self.openrouter_api_key)
+
+    @property
+    def embedding_backend(self) -> str:
+        """`voyage` or `local`: OCTY_EMBEDDINGS wins, else Voyage when its key is set."""
+        if self.embeddings in ("local", "voyage"):
+            return self.embeddings
+        return "voyage" if self.voyage_api_key else "local"
+
+    def redact(self, text: str) -> str:
+        """Replace every configured secret value in `text` with `***`."""
+        for secret in (
+            self.openrouter_api_key,
+            self.llm_api_key,
+            self.cloudflare_api_token,
+            self.anthropic_api_key,
+            self.voyage_api_key,
+        ):
+            if secret is not None:
+                raw = secret.get_secret_value()
+                if raw:
+                    text = text.replace(raw, "***")
+        return text

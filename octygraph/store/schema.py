@@ -1,0 +1,99 @@
+"""SQL schema of the memory graph: the seed's tables plus the FTS5 and sqlite-vec indexes."""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+NODE_TYPES = ("entity", "fact", "event", "opinion", "instruction", "plan")
+
+SUBTYPES: dict[str, tuple[str, ...]] = {
+    "entity": (
+        "person",
+        "org",
+        "project",
+        "place",
+        "tool",
+        "process",
+        "document",
+        "concept",
+        "event",
+        "account",
+    ),
+    "fact": ("definitional", "causal", "conditional", "comparative", "negation"),
+    "event": ("action", "decision", "conversation", "incident", "outcome", "completed_plan"),
+    "opinion": (),
+    "instruction": ("instruction", "tool_usage", "rule", "process"),
+    "plan": ("scheduled", "intended", "requested"),
+}
+
+# Scope defaults from the seed: instructions 0.5, plans 0.3, nothing for the rest.
+DEFAULT_SCOPE: dict[str, float] = {"instruction": 0.5, "plan": 0.3}
+
+# Tables and indexes exactly as the seed's "Database Schema", then what search needs.
+CORE_DDL = """
+CREATE TABLE IF NOT EXISTS nodes (
+    id TEXT PRIMARY KEY,
+    node_type TEXT NOT NULL,
+    subtype TEXT,
+    content TEXT NOT NULL,
+    salience REAL DEFAULT 1.0,
+    confidence REAL DEFAULT 1.0,
+    source TEXT DEFAULT 'user',
+    created_at TEXT DEFAULT (datetime('now')),
+    valid_from TEXT,
+    valid_until TEXT,
+    superseded_by TEXT,
+    attributes TEXT DEFAULT '{}',
+    can_summarize INTEGER DEFAULT 1,
+    scope REAL DEFAULT NULL
+);
+CREATE TABLE IF NOT EXISTS edges (
+    id TEXT PRIMARY KEY,
+    source_id TEXT NOT NULL REFERENCES nodes(id),
+    target_id TEXT NOT NULL REFERENCES nodes(id),
+    edge_type TEXT NOT NULL,
+    attributes TEXT DEFAULT '{}',
+    created_at TEXT DEFAULT (datetime('now'))
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+    node_id TEXT PRIMARY KEY REFERENCES nodes(id),
+    node_type TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    created_at TEXT DEFAULT (datetime('now'))
+);
+CREATE INDEX IF NOT EXISTS idx_nodes_type ON nodes(node_type);
+CREATE INDEX IF NOT EXISTS idx_nodes_subtype ON nodes(subtype);
+CREATE INDEX IF NOT EXISTS idx_edges_source ON edges(source_id);
+CREATE INDEX IF NOT EXISTS idx_edges_target ON edges(target_id);
+CREATE INDEX IF NOT EXISTS idx_edges_type ON edges(edge_type);
+CREATE INDEX IF NOT EXISTS idx_nodes_created ON nodes(created_at);
+CREATE INDEX IF NOT EXISTS idx_nodes_entity_name ON nodes(lower(content)) WHERE node_type = 'entity';
+
+CREATE TABLE IF NOT EXISTS octy_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- BM25 keyword index over node content, kept in sync by triggers (external content table).
+CREATE VIRTUAL TABLE IF NOT EXISTS nodes_fts USING fts5(
+    content, content='nodes', content_rowid='rowid', tokenize='porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS nodes_fts_ai AFTER INSERT ON nodes BEGIN
+    INSERT INTO nodes_fts(rowid, content) VALUES (new.rowid, new.content);
+END;
+CREATE TRIGGER IF NOT EXISTS nodes_fts_ad AFTER DELETE ON nodes BEGIN
+    INSERT INTO nodes_fts(nodes_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+END;
+CREATE TRIGGER IF NOT EXISTS nodes_fts_au AFTER UPDATE OF content ON nodes BEGIN
+    INSERT INTO nodes_fts(nodes_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+    INSERT INTO nodes_fts(rowid, content) VALUES (new.rowid, new.content);
+END;
+"""
+
+
+def vec_ddl(dim: int) -> str:
+    """The sqlite-vec index: one row per node (rowid = nodes.rowid), filterable by type and activity."""
+    return (
+        "CREATE VIRTUAL TABLE IF NOT EXISTS vec_nodes USING vec0("
+        f"embedding float[{int(dim)}] distance_metric=cosine, node_type text, active integer)"
+    )

@@ -1,0 +1,1081 @@
+"""The memory graph on SQLite: nodes, edges, embeddings, FTS5 and sqlite-vec, behind `MemoryStore`.
+
+All SQL of octygraph lives in this package. Writes run inside `BEGIN IMMEDIATE` transactions with a busy
+timeout and WAL, so two processes (two Claude sessions on one project) can write at once without loss.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import numpy as np
+import sqlean
+import sqlite_vec
+
+from octygraph.store.schema import (
+    CORE_DDL,
+    DEFAULT_SCOPE,
+    NODE_TYPES,
+    SCHEMA_VERSION,
+    SUBTYPES,
+    vec_ddl,
+)
+
+SearchMode = Literal["hybrid", "vector", "keyword"]
+
+# Measured on LoCoMo (research/locomo-baselines.md): a min-max normalised weighted sum of cosine and BM25
+# beats both halves and beats reciprocal rank fusion, which scored below BM25 alone. 0.5/0.5 was best.
+VECTOR_WEIGHT = 0.5
+ENTITY_MATCH_MIN_COSINE = 0.72
+
+_STOPWORDS = frozenset(
+    """a an and are as at be been but by can could did do does doing for from had has have he her hers him
+    his how i if in into is it its me my of on or our ours she should so than that the their them then there
+    these they this those to too us was we were what when where which who whom why will with would you your
+    yours about any all am just also very please tell know""".split()
+)
+_WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
+
+
+class StoreError(Exception):
+    """A problem with the memory database; the message is one plain sentence for the user."""
+
+
+class NotAnOctygraphDatabase(StoreError):
+    """The file exists but is not an octygraph memory database."""
+
+
+class EmbeddingMismatch(StoreError):
+    """The database's vectors come from another embedding model than the one configured."""
+
+
+class Embedder(Protocol):
+    """What the store needs from an embedding model (see `octygraph.embeddings`)."""
+
+    model_id: str
+    dim: int
+
+    def embed_array(self, texts: list[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Node:
+    """One memory: an entity, fact, event, opinion, instruction or plan."""
+
+    id: str
+    node_type: str
+    content: str
+    subtype: str | None = None
+    salience: float = 1.0
+    confidence: float = 1.0
+    source: str = "user"
+    created_at: str = ""
+    valid_from: str | None = None
+    valid_until: str | None = None
+    superseded_by: str | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    can_summarize: bool = True
+    scope: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": self.node_type,
+            "subtype": self.subtype,
+            "content": self.content,
+            "salience": self.salience,
+            "confidence": self.confidence,
+            "source": self.source,
+            "created_at": self.created_at,
+            "valid_from": self.valid_from,
+            "valid_until": self.valid_until,
+            "superseded_by": self.superseded_by,
+            "attributes": self.attributes,
+            "scope": self.scope,
+        }
+
+
+@dataclass(frozen=True)
+class Edge:
+    id: str
+    source_id: str
+    target_id: str
+    edge_type: str
+    attributes: dict[str, Any] = field(default_factory=dict)
+    created_at: str = ""
+
+
+@dataclass(frozen=True)
+class Relationship:
+    """An edge seen from one entity: the node at the other end and which way the edge points."""
+
+    edge: Edge
+    node: Node
+    direction: Literal["out", "in"]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A search result: the node, its fused score, its cosine similarity and its normalised BM25."""
+
+    node: Node
+    score: float
+    cosine: float
+    keyword: float = 0.0
+
+
+@dataclass
+class NewNode:
+    """A node to create (bulk or single)."""
+
+    node_type: str
+    content: str
+    subtype: str | None = None
+    entity_ids: Sequence[str] = ()
+    edge_type: str = "about"
+    related_ids: Sequence[str] = ()
+    salience: float = 1.0
+    confidence: float = 1.0
+    source: str = "user"
+    valid_from: str | None = None
+    valid_until: str | None = None
+    scope: float | None = None
+    attributes: dict[str, Any] | None = None
+    id: str | None = None
+    created_at: str | None = None
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def utcnow() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def fts_query(text: str) -> str | None:
+    """Turn free text into an FTS5 OR-query of its content words (quoted, so no syntax errors)."""
+    words = [w.lower().strip("'-") for w in _WORD.findall(text)]
+    terms = [w for w in dict.fromkeys(words) if w and w not in _STOPWORDS and len(w) > 1]
+    if not terms:
+        terms = [w for w in dict.fromkeys(words) if w]
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', "") + '"' for t in terms[:32])
+
+
+def validate_node(node_type: str, subtype: str | None) -> None:
+    if node_type not in NODE_TYPES:
+        raise StoreError(f"Unknown memory type {node_type!r}; use one of: {', '.join(NODE_TYPES)}.")
+    allowed = SUBTYPES[node_type]
+    if subtype is not None and allowed and subtype not in allowed:
+        raise StoreError(
+            f"Unknown subtype {subtype!r} for {node_type}; use one of: {', '.join(allowed)}."
+        )
+
+
+def _row_to_node(row: Sequence[Any]) -> Node:
+    try:
+        attributes = json.loads(row[11] or "{}")
+    except (TypeError, ValueError):
+        attributes = {}
+    return Node(
+        id=row[0],
+        node_type=row[1],
+        subtype=row[2],
+        content=row[3],
+        salience=row[4] if row[4] is not None else 1.0,
+        confidence=row[5] if row[5] is not None else 1.0,
+        source=row[6] or "user",
+        created_at=row[7] or "",
+        valid_from=row[8],
+        valid_until=row[9],
+        superseded_by=row[10],
+        attributes=attributes if isinstance(attributes, dict) else {},
+        can_summarize=bool(row[12]) if row[12] is not None else True,
+        scope=row[13],
+    )
+
+
+_NODE_COLS = (
+    "id, node_type, subtype, content, salience, confidence, source, created_at, valid_from, "
+    "valid_until, superseded_by, attributes, can_summarize, scope"
+)
+
+
+def _minmax(values: np.ndarray) -> np.ndarray:
+    if values.size == 0:
+        return values
+    lo, hi = float(values.min()), float(values.max())
+    if hi - lo < 1e-9:
+        return np.where(values > 0, 1.0, 0.0).astype(np.float32)
+    return ((values - lo) / (hi - lo)).astype(np.float32)
+
+
+class MemoryStore:
+    """The memory graph of one project, in one SQLite file."""
+
+    def __init__(self, path: Path, embedder: Embedder, conn: Any) -> None:
+        self.path = path
+        self.embedder = embedder
+        self._conn = conn
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        embedder: Embedder,
+        *,
+        create: bool = True,
+        check_model: bool = True,
+    ) -> MemoryStore:
+        """Open (or create) the database at `path`.
+
+        Raises `NotAnOctygraphDatabase` for a file that is not ours, `EmbeddingMismatch` when its vectors come
+        from another model (unless `check_model` is false, as `reindex` needs), `StoreError` when missing and
+        `create` is false.
+        """
+        path = Path(path)
+        if not path.exists() and not create:
+            raise StoreError(f"No memory database at {path}.")
+        if path.exists() and path.is_dir():
+            raise NotAnOctygraphDatabase(f"{path} is a folder, not an octygraph database.")
+        existed = path.exists() and path.stat().st_size > 0
+        if not existed:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlean.connect(str(path), timeout=15.0, isolation_level=None, check_same_thread=False)
+            conn.enable_load_extension(True)
+            sqlite_vec.load(conn)
+            conn.enable_load_extension(False)
+            conn.execute("PRAGMA busy_timeout = 15000")
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlean.DatabaseError as exc:
+            raise NotAnOctygraphDatabase(
+                f"{path} is not an octygraph database (SQLite says: {exc})."
+            ) from None
+        if existed and "octy_meta" not in tables:
+            conn.close()
+            raise NotAnOctygraphDatabase(
+                f"{path} is not an octygraph database; point DB_PATH elsewhere or move the file away."
+            )
+        store = cls(path, embedder, conn)
+        try:
+            store._init_schema(check_model=check_model)
+        except BaseException:
+            conn.close()
+            raise
+        if not existed:
+            try:
+                path.chmod(0o600)
+            except OSError:
+                pass
+        return store
+
+    def _init_schema(self, *, check_model: bool) -> None:
+        conn = self._conn
+        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        with self.transaction():
+            has_meta = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE name='octy_meta'"
+            ).fetchone()
+            if not has_meta:
+                for stmt in _split_sql(CORE_DDL):
+                    conn.execute(stmt)
+                conn.execute(vec_ddl(self.embedder.dim))
+                conn.executemany(
+                    "INSERT OR REPLACE INTO octy_meta(key, value) VALUES (?, ?)",
+                    [
+                        ("schema_version", str(SCHEMA_VERSION)),
+                        ("embedding_model", self.embedder.model_id),
+                        ("embedding_dim", str(self.embedder.dim)),
+                        ("created_at", utcnow()),
+                    ],
+                )
+        meta = self.meta()
+        version = int(meta.get("schema_version", "0"))
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer octygraph (schema {version}); upgrade octygraph."
+            )
+        if check_model and meta.get("embedding_model") != self.embedder.model_id:
+            raise EmbeddingMismatch(
+                f"{self.path} holds vectors from {meta.get('embedding_model')} but the configured model is "
+                f"{self.embedder.model_id}; run `octygraph reindex` to re-embed them."
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One write transaction, taken at once (BEGIN IMMEDIATE) so concurrent writers queue, not fail."""
+        with self._lock:
+            conn = self._conn
+            if conn.in_transaction:
+                yield conn
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+
+    def meta(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._conn.execute("SELECT key, value FROM octy_meta").fetchall())
+
+    # ------------------------------------------------------------------ writing
+
+    def add_node(self, node_type: str, content: str, **kwargs: Any) -> Node:
+        """Create one node (embedded at once) with edges to `entity_ids` and `related_ids`."""
+        return self.add_nodes([NewNode(node_type=node_type, content=content, **kwargs)])[0]
+
+    def add_nodes(
+        self,
+        items: Sequence[NewNode],
+        *,
+        vectors: np.ndarray | None = None,
+        batch_size: int = 256,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[Node]:
+        """Create many nodes: embedded in batches, written in one transaction per batch."""
+        for item in items:
+            validate_node(item.node_type, item.subtype)
+            if not item.content or not item.content.strip():
+                raise StoreError("A memory needs some text; got an empty one.")
+        created: list[Node] = []
+        for start in range(0, len(items), batch_size):
+            chunk = items[start : start + batch_size]
+            chunk_vecs = (
+                vectors[start : start + len(chunk)]
+                if vectors is not None
+                else self.embedder.embed_array([i.content.strip() for i in chunk])
+            )
+            with self.transaction() as conn:
+                for item, vec in zip(chunk, chunk_vecs, strict=True):
+                    created.append(self._insert(conn, item, vec))
+            if progress:
+                progress(len(chunk))
+        return created
+
+    def _insert(self, conn: Any, item: NewNode, vec: np.ndarray) -> Node:
+        node_id = item.id or new_id()
+        created_at = item.created_at or utcnow()
+        scope = item.scope if item.scope is not None else DEFAULT_SCOPE.get(item.node_type)
+        can_summarize = 0 if item.node_type in ("instruction", "plan") else 1
+        attributes = json.dumps(item.attributes or {}, sort_keys=True)
+        content = item.content.strip()
+        cur = conn.execute(
+            f"INSERT INTO nodes ({_NODE_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                node_id,
+                item.node_type,
+                item.subtype,
+                content,
+                item.salience,
+                item.confidence,
+                item.source,
+                created_at,
+                item.valid_from,
+                item.valid_until,
+                None,
+                attributes,
+                can_summarize,
+                scope,
+            ),
+        )
+        rowid = cur.lastrowid
+        blob = np.asarray(vec, dtype=np.float32).tobytes()
+        conn.execute(
+            "INSERT INTO embeddings(node_id, node_type, vector, created_at) VALUES (?,?,?,?)",
+            (node_id, item.node_type, blob, created_at),
+        )
+        conn.execute(
+            "INSERT INTO vec_nodes(rowid, embedding, node_type, active) VALUES (?,?,?,1)",
+            (rowid, blob, item.node_type),
+        )
+        for target in dict.fromkeys(item.entity_ids):
+            self._insert_edge(conn, node_id, target, item.edge_type, {}, created_at)
+        for target in dict.fromkeys(item.related_ids):
+            self._insert_edge(conn, node_id, target, "see_also", {}, created_at)
+        return Node(
+            id=node_id,
+            node_type=item.node_type,
+            content=content,
+            subtype=item.subtype,
+            salience=item.salience,
+            confidence=item.confidence,
+            source=item.source,
+            created_at=created_at,
+            valid_from=item.valid_from,
+            valid_until=item.valid_until,
+            attributes=item.attributes or {},
+            can_summarize=bool(can_summarize),
+            scope=scope,
+        )
+
+    def _insert_edge(
+        self,
+        conn: Any,
+        source_id: str,
+        target_id: str,
+        edge_type: str,
+        attributes: dict[str, Any],
+        created_at: str | None = None,
+    ) -> Edge | None:
+        if source_id == target_id:
+            return None
+        exists = conn.execute(
+            "SELECT id FROM edges WHERE source_id=? AND target_id=? AND edge_type=?",
+            (source_id, target_id, edge_type),
+        ).fetchone()
+        if exists:
+            return None
+        if not conn.execute("SELECT 1 FROM nodes WHERE id=?", (target_id,)).fetchone():
+            raise StoreError(f"No memory with id {target_id!r} to link to.")
+        edge = Edge(new_id(), source_id, target_id, edge_type, attributes, created_at or utcnow())
+        conn.execute(
+            "INSERT INTO edges(id, source_id, target_id, edge_type, attributes, created_at) "
+            "VALUES (?,?,?,?,?,?)",
+            (edge.id, source_id, target_id, edge_type, json.dumps(attributes), edge.created_at),
+        )
+        return edge
+
+    def add_edge(
+        self, source_id: str, target_id: str, edge_type: str, attributes: dict[str, Any] | None = None
+    ) -> Edge | None:
+        """Link two nodes; returns None when the same edge already exists."""
+        with self.transaction() as conn:
+            if not conn.execute("SELECT 1 FROM nodes WHERE id=?", (source_id,)).fetchone():
+                raise StoreError(f"No memory with id {source_id!r}.")
+            return self._insert_edge(conn, source_id, target_id, edge_type, attributes or {})
+
+    def ensure_entity(self, name: str, subtype: str | None = None) -> tuple[Node, bool]:
+        """The entity called `name`, created when none matches; returns (node, created)."""
+        name = name.strip()
+        if not name:
+            raise StoreError("An entity needs a name.")
+        found = self.find_entity(name, semantic=False)
+        if found is not None:
+            return found, False
+        if subtype is not None and subtype not in SUBTYPES["entity"]:
+            subtype = None
+        return self.add_node("entity", name, subtype=subtype), True
+
+    def supersede(self, old_id: str, new_content: str, **overrides: Any) -> Node:
+        """Replace a memory: the old node points at the new one, which inherits its edges."""
+        old = self.get_node(old_id)
+        if old is None:
+            raise StoreError(f"No memory with id {old_id!r}.")
+        if old.superseded_by:
+            raise StoreError(f"Memory {old_id} was already replaced by {old.superseded_by}.")
+        item = NewNode(
+            node_type=overrides.pop("node_type", old.node_type),
+            content=new_content,
+            subtype=overrides.pop("subtype", old.subtype),
+            salience=overrides.pop("salience", old.salience),
+            confidence=overrides.pop("confidence", old.confidence),
+            source=overrides.pop("source", old.source),
+            valid_from=overrides.pop("valid_from", old.valid_from),
+            valid_until=overrides.pop("valid_until", old.valid_until),
+            scope=overrides.pop("scope", old.scope),
+            attributes={**old.attributes, **overrides.pop("attributes", {}), "supersedes": old.id},
+        )
+        if overrides:
+            raise StoreError(f"Unknown fields for supersede: {', '.join(sorted(overrides))}.")
+        validate_node(item.node_type, item.subtype)
+        vec = self.embedder.embed_array([new_content.strip()])[0]
+        with self.transaction() as conn:
+            row = conn.execute("SELECT superseded_by FROM nodes WHERE id=?", (old_id,)).fetchone()
+            if row is None or row[0]:
+                raise StoreError(f"Memory {old_id} changed while it was being replaced; try again.")
+            new = self._insert(conn, item, vec)
+            edges = conn.execute(
+                "SELECT source_id, target_id, edge_type, attributes FROM edges "
+                "WHERE source_id=? OR target_id=?",
+                (old_id, old_id),
+            ).fetchall()
+            for source_id, target_id, edge_type, attributes in edges:
+                source = new.id if source_id == old_id else source_id
+                target = new.id if target_id == old_id else target_id
+                self._insert_edge(conn, source, target, edge_type, json.loads(attributes or "{}"))
+            conn.execute("UPDATE nodes SET superseded_by=? WHERE id=?", (new.id, old_id))
+            conn.execute(
+                "UPDATE vec_nodes SET active=0 WHERE rowid=(SELECT rowid FROM nodes WHERE id=?)",
+                (old_id,),
+            )
+        return new
+
+    def set_attributes(self, node_id: str, **updates: Any) -> Node:
+        """Merge keys into a node's attributes (e.g. a contradiction flag for review)."""
+        with self.transaction() as conn:
+            row = conn.execute("SELECT attributes FROM nodes WHERE id=?", (node_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"No memory with id {node_id!r}.")
+            attributes = {**json.loads(row[0] or "{}"), **updates}
+            conn.execute(
+                "UPDATE nodes SET attributes=? WHERE id=?",
+                (json.dumps(attributes, sort_keys=True), node_id),
+            )
+        node = self.get_node(node_id)
+        assert node is not None
+        return node
+
+    def delete_node(self, node_id: str) -> bool:
+        """Remove a node with its edges, embedding and index entries. Returns False if absent."""
+        with self.transaction() as conn:
+            row = conn.execute("SELECT rowid FROM nodes WHERE id=?", (node_id,)).fetchone()
+            if row is None:
+                return False
+            conn.execute("DELETE FROM edges WHERE source_id=? OR target_id=?", (node_id, node_id))
+            conn.execute("DELETE FROM embeddings WHERE node_id=?", (node_id,))
+            conn.execute("DELETE FROM vec_nodes WHERE rowid=?", (row[0],))
+            # A node that this one had replaced becomes current again.
+            for (prev_id,) in conn.execute(
+                "SELECT id FROM nodes WHERE superseded_by=?", (node_id,)
+            ).fetchall():
+                conn.execute("UPDATE nodes SET superseded_by=NULL WHERE id=?", (prev_id,))
+                conn.execute(
+                    "UPDATE vec_nodes SET active=1 WHERE rowid=(SELECT rowid FROM nodes WHERE id=?)",
+                    (prev_id,),
+                )
+            conn.execute("DELETE FROM nodes WHERE id=?", (node_id,))
+        return True
+
+    # ------------------------------------------------------------------ reading
+
+    def get_node(self, node_id: str) -> Node | None:
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT {_NODE_COLS} FROM nodes WHERE id=?", (node_id,)
+            ).fetchone()
+        return _row_to_node(row) if row else None
+
+    def get_nodes(self, ids: Iterable[str]) -> list[Node]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return []
+        out: dict[str, Node] = {}
+        with self._lock:
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                marks = ",".join("?" * len(part))
+                for row in self._conn.execute(
+                    f"SELECT {_NODE_COLS} FROM nodes WHERE id IN ({marks})", part
+                ):
+                    out[row[0]] = _row_to_node(row)
+        return [out[i] for i in ids if i in out]
+
+    def list_nodes(
+        self,
+        *,
+        types: Sequence[str] | None = None,
+        since: str | None = None,
+        limit: int | None = 50,
+        include_superseded: bool = True,
+        source: str | None = None,
+    ) -> list[Node]:
+        """Nodes newest first, optionally filtered by type, creation time and source."""
+        where, args = self._filters(types, None, since, None, include_superseded)
+        if source:
+            where.append("n.source = ?")
+            args.append(source)
+        sql = f"SELECT {_prefixed('n')} FROM nodes n"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY n.created_at DESC, n.rowid DESC"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        with self._lock:
+            return [_row_to_node(r) for r in self._conn.execute(sql, args)]
+
+    def iter_all(self) -> Iterator[Node]:
+        """Every node, oldest first (for export)."""
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_NODE_COLS} FROM nodes ORDER BY created_at, rowid"
+            ).fetchall()
+        for row in rows:
+            yield _row_to_node(row)
+
+    def all_edges(self) -> list[Edge]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT id, source_id, target_id, edge_type, attributes, created_at FROM edges "
+                "ORDER BY created_at, rowid"
+            ).fetchall()
+        return [Edge(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), r[5] or "") for r in rows]
+
+    def edges_of(self, node_id: str) -> list[Edge]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT id, source_id, target_id, edge_type, attributes, created_at FROM edges "
+                "WHERE source_id=? OR target_id=? ORDER BY created_at",
+                (node_id, node_id),
+            ).fetchall()
+        return [Edge(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), r[5] or "") for r in rows]
+
+    def supersede_chain(self, node_id: str) -> list[Node]:
+        """The versions of a memory, oldest first, that lead to and from `node_id`."""
+        chain: list[Node] = []
+        node = self.get_node(node_id)
+        if node is None:
+            return chain
+        back: list[Node] = []
+        current = node
+        seen = {node.id}
+        while True:
+            with self._lock:
+                row = self._conn.execute(
+                    f"SELECT {_NODE_COLS} FROM nodes WHERE superseded_by=?", (current.id,)
+                ).fetchone()
+            if row is None or row[0] in seen:
+                break
+            current = _row_to_node(row)
+            seen.add(current.id)
+            back.append(current)
+        chain = list(reversed(back)) + [node]
+        current = node
+        while current.superseded_by and current.superseded_by not in seen:
+            nxt = self.get_node(current.superseded_by)
+            if nxt is None:
+                break
+            seen.add(nxt.id)
+            chain.append(nxt)
+            current = nxt
+        return chain
+
+    def entity_names(self, limit: int = 5000) -> list[str]:
+        """Names and aliases of current entities (the gazetteer for the deterministic classifier)."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT content, attributes FROM nodes WHERE node_type='entity' "
+                "AND superseded_by IS NULL ORDER BY salience DESC, rowid DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+        names: list[str] = []
+        for content, attributes in rows:
+            names.append(content)
+            try:
+                names.extend(json.loads(attributes or "{}").get("aliases", []))
+            except (TypeError, ValueError, AttributeError):
+                pass
+        return names
+
+    def find_entity(self, name: str, *, semantic: bool = True) -> Node | None:
+        """Find an entity by name: exact, case-insensitive, alias, then (optionally) semantic."""
+        name = name.strip()
+        if not name:
+            return None
+        cols = _prefixed("n")
+        base = "FROM nodes n WHERE n.node_type='entity' AND n.superseded_by IS NULL"
+        with self._lock:
+            row = self._conn.execute(f"SELECT {cols} {base} AND n.content=? LIMIT 1", (name,)).fetchone()
+            if row is None:
+                row = self._conn.execute(
+                    f"SELECT {cols} {base} AND lower(n.content)=lower(?) "
+                    "ORDER BY n.salience DESC LIMIT 1",
+                    (name,),
+                ).fetchone()
+            if row is None:
+                row = self._conn.execute(
+                    f"SELECT {cols} {base} AND EXISTS (SELECT 1 FROM json_each(n.attributes, '$.aliases') a "
+                    "WHERE lower(a.value)=lower(?)) LIMIT 1",
+                    (name,),
+                ).fetchone()
+        if row is not None:
+            return _row_to_node(row)
+        if not semantic:
+            return None
+        hits = self.search(name, types=["entity"], limit=1, mode="vector")
+        if hits and hits[0].cosine >= ENTITY_MATCH_MIN_COSINE:
+            return hits[0].node
+        return None
+
+    def relationships(self, entity_id: str, limit: int = 25) -> list[Relationship]:
+        """Edges of an entity with the node at the other end, most salient first, current nodes only."""
+        sql = f"""
+            SELECT e.id, e.source_id, e.target_id, e.edge_type, e.attributes, e.created_at,
+                   {_prefixed("n")},
+                   CASE WHEN e.source_id = ? THEN 'out' ELSE 'in' END AS direction
+            FROM edges e
+            JOIN nodes n ON n.id = CASE WHEN e.source_id = ? THEN e.target_id ELSE e.source_id END
+            WHERE (e.source_id = ? OR e.target_id = ?) AND n.superseded_by IS NULL
+            ORDER BY n.salience DESC, n.created_at DESC
+            LIMIT ?
+        """
+        with self._lock:
+            rows = self._conn.execute(
+                sql, (entity_id, entity_id, entity_id, entity_id, int(limit))
+            ).fetchall()
+        out = []
+        for r in rows:
+            edge = Edge(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), r[5] or "")
+            out.append(Relationship(edge, _row_to_node(r[6:20]), r[20]))
+        return out
+
+    def linked_node_ids(self, entity_id: str) -> set[str]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT source_id, target_id FROM edges WHERE source_id=? OR target_id=?",
+                (entity_id, entity_id),
+            ).fetchall()
+        return {s if t == entity_id else t for s, t in rows}
+
+    # ------------------------------------------------------------------ search
+
+    def _filters(
+        self,
+        types: Sequence[str] | None,
+        entity_id: str | None,
+        since: str | None,
+        until: str | None,
+        include_superseded: bool,
+    ) -> tuple[list[str], list[Any]]:
+        where: list[str] = []
+        args: list[Any] = []
+        if types:
+            for t in types:
+                if t not in NODE_TYPES:
+                    raise StoreError(
+                        f"Unknown memory type {t!r}; use one of: {', '.join(NODE_TYPES)}."
+                    )
+            where.append(f"n.node_type IN ({','.join('?' * len(types))})")
+            args.extend(types)
+        if not include_superseded:
+            where.append("n.superseded_by IS NULL")
+        if since:
+            where.append("(n.created_at >= ? OR n.valid_from >= ?)")
+            args.extend([since, since])
+        if until:
+            where.append("(n.created_at <= ? OR n.valid_from <= ?)")
+            args.extend([until, until])
+        if entity_id:
+            where.append(
+                "n.id IN (SELECT target_id FROM edges WHERE source_id=? "
+                "UNION SELECT source_id FROM edges WHERE target_id=?)"
+            )
+            args.extend([entity_id, entity_id])
+        return where, args
+
+    def embed_query(self, query: str) -> np.ndarray:
+        return self.embedder.embed_array([query])[0]
+
+    def cosines(self, query_vec: np.ndarray, ids: Iterable[str]) -> dict[str, float]:
+        """Cosine similarity of the query to each stored node (vectors are unit length)."""
+        ids = list(dict.fromkeys(ids))
+        out: dict[str, float] = {}
+        with self._lock:
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                marks = ",".join("?" * len(part))
+                rows = self._conn.execute(
+                    f"SELECT node_id, vector FROM embeddings WHERE node_id IN ({marks})", part
+                ).fetchall()
+                if not rows:
+                    continue
+                mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
+                    len(rows), -1
+                )
+                if mat.shape[1] != query_vec.shape[0]:
+                    raise EmbeddingMismatch(
+                        "Stored vectors have another dimension than the query; run `octygraph reindex`."
+                    )
+                sims = mat @ query_vec.astype(np.float32)
+                out.update({r[0]: float(s) for r, s in zip(rows, sims, strict=True)})
+        return out
+
+    def _vector_candidates(
+        self,
+        query_vec: np.ndarray,
+        k: int,
+        types: Sequence[str] | None,
+        include_superseded: bool,
+    ) -> list[tuple[str, float]]:
+        sql = "SELECT rowid, distance FROM vec_nodes WHERE embedding MATCH ? AND k = ?"
+        args: list[Any] = [query_vec.astype(np.float32).tobytes(), int(k)]
+        if not include_superseded:
+            sql += " AND active = 1"
+        if types:
+            sql += f" AND node_type IN ({','.join('?' * len(types))})"
+            args.extend(types)
+        with self._lock:
+            rows = self._conn.execute(sql, args).fetchall()
+            if not rows:
+                return []
+            marks = ",".join("?" * len(rows))
+            ids = dict(
+                self._conn.execute(
+                    f"SELECT rowid, id FROM nodes WHERE rowid IN ({marks})", [r[0] for r in rows]
+                ).fetchall()
+            )
+        return [(ids[r[0]], 1.0 - float(r[1])) for r in rows if r[0] in ids]
+
+    def _keyword_candidates(
+        self, query: str, k: int, where: list[str], args: list[Any]
+    ) -> list[tuple[str, float]]:
+        match = fts_query(query)
+        if match is None:
+            return []
+        sql = (
+            "SELECT n.id, bm25(nodes_fts) AS rank FROM nodes_fts JOIN nodes n ON n.rowid = nodes_fts.rowid "
+            "WHERE nodes_fts MATCH ?"
+        )
+        if where:
+            sql += " AND " + " AND ".join(where)
+        sql += " ORDER BY rank LIMIT ?"
+        with self._lock:
+            rows = self._conn.execute(sql, [match, *args, int(k)]).fetchall()
+        # FTS5's bm25() is negative (lower is better); flip it so higher is better.
+        return [(r[0], -float(r[1])) for r in rows]
+
+    def search(
+        self,
+        query: str,
+        *,
+        types: Sequence[str] | None = None,
+        entity_id: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        days: int | None = None,
+        limit: int = 10,
+        include_superseded: bool = False,
+        mode: SearchMode = "hybrid",
+        query_vec: np.ndarray | None = None,
+        min_cosine: float | None = None,
+    ) -> list[Hit]:
+        """Search memories by meaning and words; every hit carries its cosine similarity too.
+
+        `hybrid` fuses min-max normalised cosine and BM25 with equal weights (see VECTOR_WEIGHT). Filters: node
+        types, an entity the node is linked to, a creation/validity window (`since`/`until` or the last `days`).
+        Superseded nodes are left out unless asked for.
+        """
+        if not query or not query.strip():
+            raise StoreError("The search needs some words.")
+        if limit <= 0:
+            raise StoreError("The search limit must be at least 1.")
+        if days is not None:
+            since = (datetime.now(UTC) - timedelta(days=days)).strftime("%Y-%m-%d %H:%M:%S")
+        where, args = self._filters(types, entity_id, since, until, include_superseded)
+        pool = max(limit * 5, 50)
+        qvec = query_vec if query_vec is not None else (
+            self.embed_query(query) if mode != "keyword" else None
+        )
+
+        vector: dict[str, float] = {}
+        if qvec is not None:
+            if entity_id or since or until:
+                # Scoped searches are small: score the scope exactly instead of an over-fetched KNN.
+                scoped = self._scoped_ids(where, args)
+                vector = self.cosines(qvec, scoped)
+            else:
+                vector = dict(self._vector_candidates(qvec, pool, types, include_superseded))
+        keyword: dict[str, float] = {}
+        if mode != "vector":
+            keyword = dict(self._keyword_candidates(query, pool, where, args))
+
+        if mode == "keyword":
+            ids = list(keyword)
+        elif mode == "vector":
+            ids = sorted(vector, key=vector.__getitem__, reverse=True)[:pool]
+        else:
+            top_vec = sorted(vector, key=vector.__getitem__, reverse=True)[:pool]
+            ids = list(dict.fromkeys([*top_vec, *keyword]))
+        if not ids:
+            return []
+        if qvec is not None:
+            missing = [i for i in ids if i not in vector]
+            if missing:
+                vector.update(self.cosines(qvec, missing))
+        cos = np.array([vector.get(i, 0.0) for i in ids], dtype=np.float32)
+        kw = np.array([keyword.get(i, 0.0) for i in ids], dtype=np.float32)
+        kw_norm = kw / kw.max() if kw.size and kw.max() > 0 else np.zeros_like(kw)
+        if mode == "keyword":
+            fused = kw_norm
+        elif mode == "vector":
+            fused = cos
+        else:
+            fused = VECTOR_WEIGHT * _minmax(cos) + (1 - VECTOR_WEIGHT) * kw_norm
+        order = np.argsort(-fused, kind="stable")
+        nodes = {n.id: n for n in self.get_nodes(ids)}
+        hits: list[Hit] = []
+        for idx in order:
+            node = nodes.get(ids[idx])
+            if node is None or (not include_superseded and node.superseded_by):
+                continue
+            if min_cosine is not None and float(cos[idx]) < min_cosine:
+                continue
+            hits.append(Hit(node, float(fused[idx]), float(cos[idx]), float(kw_norm[idx])))
+            if len(hits) >= limit:
+                break
+        return hits
+
+    def _scoped_ids(self, where: list[str], args: list[Any]) -> list[str]:
+        sql = "SELECT n.id FROM nodes n"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " LIMIT 20000"
+        with self._lock:
+            return [r[0] for r in self._conn.execute(sql, args)]
+
+    # ------------------------------------------------------------------ maintenance
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by type and subtype, edges, superseded, embedding model and file size."""
+        with self._lock:
+            by_type = dict(
+                self._conn.execute(
+                    "SELECT node_type, count(*) FROM nodes GROUP BY node_type ORDER BY node_type"
+                ).fetchall()
+            )
+            by_subtype = {
+                f"{t}/{s or '-'}": c
+                for t, s, c in self._conn.execute(
+                    "SELECT node_type, subtype, count(*) FROM nodes GROUP BY node_type, subtype "
+                    "ORDER BY node_type, subtype"
+                ).fetchall()
+            }
+            edges = self._conn.execute("SELECT count(*) FROM edges").fetchone()[0]
+            superseded = self._conn.execute(
+                "SELECT count(*) FROM nodes WHERE superseded_by IS NOT NULL"
+            ).fetchone()[0]
+            total = self._conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
+        meta = self.meta()
+        size = sum(
+            p.stat().st_size
+            for p in (self.path, Path(f"{self.path}-wal"))
+            if p.exists()
+        )
+        return {
+            "nodes": total,
+            "by_type": by_type,
+            "by_subtype": by_subtype,
+            "edges": edges,
+            "superseded": superseded,
+            "embedding_model": meta.get("embedding_model"),
+            "embedding_dim": int(meta.get("embedding_dim", "0")),
+            "schema_version": int(meta.get("schema_version", "0")),
+            "file_bytes": size,
+        }
+
+    def reindex(self, progress: Callable[[int, int], None] | None = None, batch: int = 64) -> int:
+        """Re-embed every node with the configured model; rebuilds the vector index. Returns the count."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT rowid, id, node_type, content, superseded_by FROM nodes ORDER BY rowid"
+            ).fetchall()
+        total = len(rows)
+        # Embed everything first, then swap in one transaction: an interrupted reindex changes nothing.
+        vectors = []
+        done = 0
+        for start in range(0, total, batch):
+            part = rows[start : start + batch]
+            vectors.append(self.embedder.embed_array([r[3] for r in part]))
+            done += len(part)
+            if progress:
+                progress(done, total)
+        mat = (
+            np.concatenate(vectors)
+            if vectors
+            else np.zeros((0, self.embedder.dim), dtype=np.float32)
+        )
+        with self.transaction() as conn:
+            conn.execute("DROP TABLE IF EXISTS vec_nodes")
+            conn.execute(vec_ddl(self.embedder.dim))
+            conn.execute("DELETE FROM embeddings")
+            for (rowid, node_id, node_type, _content, superseded), vec in zip(rows, mat, strict=True):
+                blob = np.asarray(vec, dtype=np.float32).tobytes()
+                conn.execute(
+                    "INSERT INTO embeddings(node_id, node_type, vector) VALUES (?,?,?)",
+                    (node_id, node_type, blob),
+                )
+                conn.execute(
+                    "INSERT INTO vec_nodes(rowid, embedding, node_type, active) VALUES (?,?,?,?)",
+                    (rowid, blob, node_type, 0 if superseded else 1),
+                )
+            conn.executemany(
+                "INSERT OR REPLACE INTO octy_meta(key, value) VALUES (?, ?)",
+                [
+                    ("embedding_model", self.embedder.model_id),
+                    ("embedding_dim", str(self.embedder.dim)),
+                ],
+            )
+        return total
+
+    def backup_to(self, target: str | Path) -> None:
+        """Copy this database to `target` with SQLite's online backup (consistent during writes)."""
+        target = Path(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".partial")
+        if tmp.exists():
+            tmp.unlink()
+        dest = sqlean.connect(str(tmp))
+        try:
+            with self._lock:
+                self._conn.backup(dest)
+            dest.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            dest.close()
+        tmp.replace(target)
+        try:
+            target.chmod(0o600)
+        except OSError:
+            pass
+
+
+def _prefixed(alias: str) -> str:
+    return ", ".join(f"{alias}.{c.strip()}" for c in _NODE_COLS.split(","))
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a DDL script into statements, keeping trigger bodies whole."""
+    statements: list[str] = []
+    buf: list[str] = []
+    in_trigger = False
+    for line in script.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("--"):
+            continue
+        buf.append(line)
+        upper = stripped.upper()
+        if upper.startswith("CREATE TRIGGER"):
+            in_trigger = True
+        if in_trigger:
+            if upper == "END;":
+                statements.append("\n".join(buf))
+                buf, in_trigger = [], False
+        elif stripped.endswith(";"):
+            statements.append("\n".join(buf))
+            buf = []
+    if buf:
+        statements.append("\n".join(buf))
+    return statements

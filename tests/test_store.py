@@ -1,0 +1,250 @@
+"""The memory graph on real SQLite files with real sqlite-vec and the real local model."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from octygraph.embeddings import LocalEmbeddings
+from octygraph.store import (
+    EmbeddingMismatch,
+    MemoryStore,
+    NewNode,
+    NotAnOctygraphDatabase,
+    StoreError,
+)
+
+
+def test_schema_has_seed_tables_indexes_and_search_indexes(store: MemoryStore) -> None:
+    conn = store._conn
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    for expected in (
+        "nodes",
+        "edges",
+        "embeddings",
+        "nodes_fts",
+        "vec_nodes",
+        "octy_meta",
+        "idx_nodes_type",
+        "idx_nodes_subtype",
+        "idx_edges_source",
+        "idx_edges_target",
+        "idx_edges_type",
+    ):
+        assert expected in names
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(nodes)")]
+    assert cols == [
+        "id",
+        "node_type",
+        "subtype",
+        "content",
+        "salience",
+        "confidence",
+        "source",
+        "created_at",
+        "valid_from",
+        "valid_until",
+        "superseded_by",
+        "attributes",
+        "can_summarize",
+        "scope",
+    ]
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    meta = store.meta()
+    assert meta["embedding_model"] == "all-MiniLM-L6-v2/int8-onnx"
+    assert meta["embedding_dim"] == "384"
+    assert meta["schema_version"] == "1"
+
+
+def test_crud_edges_and_defaults(store: MemoryStore) -> None:
+    peter, created = store.ensure_entity("Peter", "person")
+    assert created
+    again, created_again = store.ensure_entity("peter")
+    assert again.id == peter.id and not created_again
+    rule = store.add_node("instruction", "Always run the tests before deploying", subtype="rule")
+    assert rule.scope == 0.5 and not rule.can_summarize  # the seed's defaults for instructions
+    plan = store.add_node("plan", "Ship v2 on Friday", valid_from="2026-12-04", entity_ids=[peter.id])
+    assert plan.scope == 0.3
+    fetched = store.get_node(plan.id)
+    assert fetched is not None and fetched.valid_from == "2026-12-04"
+    assert [e.target_id for e in store.edges_of(plan.id)] == [peter.id]
+    assert store.delete_node(plan.id)
+    assert store.get_node(plan.id) is None
+    assert store.edges_of(peter.id) == []
+    assert store._conn.execute("SELECT count(*) FROM embeddings WHERE node_id=?", (plan.id,)).fetchone()[0] == 0
+    assert store.search("ship v2 friday", types=["plan"]) == []
+    with pytest.raises(StoreError, match="Unknown memory type"):
+        store.add_node("note", "x")
+    with pytest.raises(StoreError, match="empty"):
+        store.add_node("fact", "   ")
+    with pytest.raises(StoreError, match="No memory with id"):
+        store.add_node("fact", "about nothing", entity_ids=["missing"])
+
+
+def test_supersede_copies_edges_and_hides_old(store: MemoryStore) -> None:
+    anderson, _ = store.ensure_entity("Anderson", "account")
+    old = store.add_node("fact", "Peter handles the Anderson account", entity_ids=[anderson.id])
+    new = store.supersede(old.id, "Lisa handles the Anderson account")
+    assert store.get_node(old.id).superseded_by == new.id  # type: ignore[union-attr]
+    assert [e.target_id for e in store.edges_of(new.id)] == [anderson.id]
+    contents = [h.node.content for h in store.search("who handles the Anderson account", types=["fact"])]
+    assert contents == ["Lisa handles the Anderson account"]
+    with_old = store.search("who handles the Anderson account", types=["fact"], include_superseded=True)
+    assert {h.node.id for h in with_old} == {old.id, new.id}
+    assert [n.id for n in store.supersede_chain(new.id)] == [old.id, new.id]
+    rels = store.relationships(anderson.id)
+    assert [r.node.id for r in rels] == [new.id]
+    with pytest.raises(StoreError, match="already replaced"):
+        store.supersede(old.id, "again")
+    # Forgetting the replacement brings the old version back.
+    store.delete_node(new.id)
+    assert store.get_node(old.id).superseded_by is None  # type: ignore[union-attr]
+    assert store.search("Anderson account", types=["fact"])[0].node.id == old.id
+
+
+def test_entity_lookup_order(store: MemoryStore) -> None:
+    acme = store.add_node("entity", "Acme Corporation", subtype="org", attributes={"aliases": ["ACME"]})
+    store.add_node("entity", "Acme Labs", subtype="org")
+    assert store.find_entity("Acme Corporation").id == acme.id  # type: ignore[union-attr]
+    assert store.find_entity("acme corporation").id == acme.id  # type: ignore[union-attr]
+    assert store.find_entity("acme").id == acme.id  # type: ignore[union-attr]  # alias
+    assert store.find_entity("Acme Corp").id == acme.id  # type: ignore[union-attr]  # semantic
+    assert store.find_entity("Zebra logistics") is None
+
+
+def test_relationships_ordered_by_salience_and_capped(store: MemoryStore) -> None:
+    peter, _ = store.ensure_entity("Peter", "person")
+    for i in range(30):
+        store.add_node("fact", f"Peter detail number {i}", entity_ids=[peter.id], salience=i / 10)
+    rels = store.relationships(peter.id, limit=25)
+    assert len(rels) == 25
+    saliences = [r.node.salience for r in rels]
+    assert saliences == sorted(saliences, reverse=True)
+
+
+def test_search_filters_types_entity_and_time(store: MemoryStore) -> None:
+    peter, _ = store.ensure_entity("Peter", "person")
+    store.add_node("event", "Peter finished the Anderson article", entity_ids=[peter.id],
+                   created_at="2026-01-02 10:00:00")
+    store.add_node("event", "Maria finished the Baker article", created_at="2026-03-02 10:00:00")
+    store.add_node("fact", "Articles are due every Friday")
+    events = store.search("finished article", types=["event"])
+    assert {h.node.node_type for h in events} == {"event"}
+    scoped = store.search("finished article", types=["event"], entity_id=peter.id)
+    assert [h.node.content for h in scoped] == ["Peter finished the Anderson article"]
+    recent = store.search("finished article", types=["event"], since="2026-02-01")
+    assert [h.node.content for h in recent] == ["Maria finished the Baker article"]
+    for hit in store.search("finished article"):
+        assert -1.0 <= hit.cosine <= 1.0
+
+
+PARAPHRASES = [
+    ("the office router keeps dropping the 5 GHz band", "WiFi problem"),
+    ("Peter handles the Anderson account", "who manages Anderson"),
+    ("Always run the test suite before deploying to production", "what should I do before I ship the release"),
+    ("Maria is allergic to peanuts", "food restrictions for Maria"),
+    ("The staging database password rotates every 30 days", "how often do staging credentials change"),
+    ("Invoices for Baker Ltd are sent quarterly", "billing schedule for Baker"),
+]
+DISTRACTORS = [
+    "Peter's birthday is in June",
+    "Anderson Cooper interview aired on Monday",
+    "The router in the lab is a Cisco model",
+    "Deploying the frontend takes ten minutes",
+    "Maria likes hiking on weekends",
+    "The Baker street office has a new coffee machine",
+]
+
+
+def test_hybrid_search_finds_paraphrases(store: MemoryStore) -> None:
+    store.add_nodes([NewNode("fact", doc) for doc, _ in PARAPHRASES] + [NewNode("fact", d) for d in DISTRACTORS])
+    top1 = {mode: 0 for mode in ("hybrid", "vector", "keyword")}
+    for doc, query in PARAPHRASES:
+        for mode in top1:
+            hits = store.search(query, limit=3, mode=mode)  # type: ignore[arg-type]
+            if hits and hits[0].node.content == doc:
+                top1[mode] += 1
+    assert top1["hybrid"] == len(PARAPHRASES)
+    assert top1["hybrid"] >= max(top1["vector"], top1["keyword"])
+    wifi = store.search("WiFi problem", limit=1)
+    assert wifi[0].node.content == PARAPHRASES[0][0]
+
+
+def test_bulk_insert_and_batch_vectors_match_single(store: MemoryStore, embedder: LocalEmbeddings) -> None:
+    texts = [f"Memory number {i} about project Falcon" for i in range(40)]
+    nodes = store.add_nodes([NewNode("fact", t) for t in texts], batch_size=16)
+    assert len(nodes) == 40
+    single = embedder.embed_array([texts[7]])[0]
+    row = store._conn.execute("SELECT vector FROM embeddings WHERE node_id=?", (nodes[7].id,)).fetchone()
+    stored = np.frombuffer(row[0], dtype=np.float32)
+    assert float(stored @ single) > 0.999
+    assert store.stats()["nodes"] == 40
+
+
+class FakeOtherModel:
+    model_id = "other/model"
+    dim = 8
+
+    def embed_array(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), 8), dtype=np.float32)
+        for i, t in enumerate(texts):
+            out[i, hash(t) % 8] = 1.0
+        return out
+
+
+def test_model_mismatch_is_clear_and_reindex_fixes_it(tmp_path: Path, embedder: LocalEmbeddings) -> None:
+    path = tmp_path / "m.db"
+    with MemoryStore.open(path, FakeOtherModel()) as other:
+        other.add_node("fact", "Peter handles the Anderson account")
+    with pytest.raises(EmbeddingMismatch, match="octygraph reindex"):
+        MemoryStore.open(path, embedder)
+    with MemoryStore.open(path, embedder, check_model=False) as s:
+        assert s.reindex() == 1
+    with MemoryStore.open(path, embedder) as s:
+        assert s.search("who manages Anderson")[0].node.content == "Peter handles the Anderson account"
+        assert s.meta()["embedding_dim"] == "384"
+
+
+def test_not_an_octygraph_database(tmp_path: Path, embedder: LocalEmbeddings) -> None:
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not sqlite at all" * 100)
+    with pytest.raises(NotAnOctygraphDatabase):
+        MemoryStore.open(junk, embedder)
+    assert junk.read_bytes().startswith(b"this is not sqlite")
+    import sqlite3
+
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as c:
+        c.execute("CREATE TABLE people(name TEXT)")
+    with pytest.raises(NotAnOctygraphDatabase, match="not an octygraph database"):
+        MemoryStore.open(foreign, embedder)
+    with sqlite3.connect(foreign) as c:
+        assert [r[0] for r in c.execute("SELECT name FROM sqlite_master")] == ["people"]
+
+
+def _writer(path: str, tag: str, count: int) -> None:
+    from octygraph.embeddings import local_embeddings
+
+    with MemoryStore.open(path, local_embeddings()) as s:
+        for i in range(count):
+            s.add_node("fact", f"{tag} wrote memory {i}")
+
+
+def test_two_processes_write_concurrently_without_loss(tmp_path: Path, embedder: LocalEmbeddings) -> None:
+    path = tmp_path / "shared.db"
+    MemoryStore.open(path, embedder).close()
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(path), tag, 40)) for tag in ("alpha", "beta")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    with MemoryStore.open(path, embedder) as s:
+        assert s.stats()["nodes"] == 80
+        assert s._conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 80
+        assert s._conn.execute("SELECT count(*) FROM vec_nodes").fetchone()[0] == 80
+        assert s._conn.execute("SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH 'alpha'").fetchone()[0] == 40
