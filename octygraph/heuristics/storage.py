@@ -1,0 +1,311 @@
+"""Storage filter: is the user telling something worth remembering, or asking?
+
+Store: instructions ("From now on always ..."), concrete facts ("Peter handles the Anderson
+account"), real events ("Peter finished the Anderson article yesterday"), future plans with a date
+("Delivery due next Friday"), corrections ("Actually, Lisa handles that now") and opinions.
+Don't store: questions, hypotheticals ("what if", "suppose", "would"), greetings, requests to the
+assistant ("Deploy the API"), common sense (no concrete anchor), vague statements, undated
+intentions, code, and anything that looks like a prompt injection.
+
+Contents are the user's own sentences, lightly trimmed ("Actually,", "btw" dropped) and with
+secrets redacted; nothing is paraphrased or invented.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import date
+from typing import Final
+
+from octygraph.heuristics.analysis import (
+    MAX_ANALYSIS_CHARS,
+    Sentence,
+    analyze,
+    resolve_pronouns,
+)
+from octygraph.heuristics.entities import Gazetteer, mentions, prompt_gazetteer
+from octygraph.heuristics.instructions import detect_instruction
+from octygraph.heuristics.lexicon import GENERIC_SUBJECTS, STOPWORDS
+from octygraph.heuristics.reconcile import ROLE_STATEMENT
+from octygraph.heuristics.safety import redact_secrets
+from octygraph.heuristics.text import WORD, split_sentences
+from octygraph.models import Classification, NodeType, StorageDecision, StorageItem
+
+
+def _rx(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE | re.VERBOSE)
+
+
+MAX_ITEMS: Final = 10
+MAX_SENTENCES: Final = 40
+_FIRST_PERSON: Final = frozenset({"i", "we", "our", "my", "us", "me", "i'm", "we're"})
+MAX_SENTENCE_CHARS: Final = MAX_ANALYSIS_CHARS
+
+CODE: Final = _rx(
+    r"""[{};]\s*$ | ^\s*(?:def|class|import|const|let|var|function|return|SELECT|INSERT)\s
+    | ^\s*from\s+\S+\s+import\b | => | \)\s*\{ | ^\s*[$>]\s"""
+)
+_ROLE_WORDS: Final = _rx(
+    r"""\b(?:handles?|owns?|manages?|leads?|runs?|covers?|is\s+responsible\s+for|
+    is\s+in\s+charge\s+of|takes?\s+care\s+of|looks?\s+after|works?\s+(?:on|for|at|with)|
+    reports?\s+to|taking\s+over|took\s+over|is\s+(?:our|the|their|my)\s+\w+)\b"""
+)
+_EVENT_SUBTYPES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+    (
+        "incident",
+        _rx(
+            r"""\b(?:fail(?:ed|ing)?|broke|broken|crash(?:ed)?|outage|went\s+down|down\s+for|bug|
+            error|incident|leak(?:ed)?|hack(?:ed)?|lost|missed|rolled\s+back|regress(?:ed|ion))\b"""
+        ),
+    ),
+    (
+        "decision",
+        _rx(r"\b(?:decided|agreed|chose|approved|rejected|signed\s+off|settled\s+on|voted)\b"),
+    ),
+    (
+        "conversation",
+        _rx(
+            r"""\b(?:said|told|asked|called|met|talked|spoke|discussed|mentioned|emailed|
+            messaged|replied|complained|chatted)\b"""
+        ),
+    ),
+    (
+        "outcome",
+        _rx(
+            r"""\b(?:finished|completed|delivered|shipped|launched|released|won|closed|signed|
+            published|merged|deployed|hit|reached|passed|submitted|done)\b"""
+        ),
+    ),
+)
+_FACT_SUBTYPES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+    ("conditional", _rx(r"^(?:if|when|whenever|unless)\b|\b(?:if|unless|only\s+when)\b")),
+    (
+        "causal",
+        _rx(r"\b(?:because|due\s+to|caus(?:e|es|ed)|leads?\s+to|results?\s+in|so\s+that)\b"),
+    ),
+    (
+        "comparative",
+        _rx(
+            r"\b(?:more|less|fewer|better|worse|faster|slower|cheaper|\w+er)\s+than\b|\bcompared\s+to\b"
+        ),
+    ),
+    (
+        "negation",
+        _rx(r"\b(?:not|no\s+longer|never|doesn't|don't|isn't|aren't|can't|cannot|won't|didn't)\b"),
+    ),
+)
+_PLAN_REQUESTED: Final = _rx(
+    r"\b(?:asked|wants?|requested|needs?)\s+(?:me|us|you|them)\s+to\b|\b(?:request(?:ed)?)\b"
+)
+_PLAN_INTENDED: Final = _rx(
+    r"\b(?:plan(?:s|ning)?\s+to|intend(?:s|ing)?\s+to|going\s+to|gonna|want\s+to|hope\s+to|aim\s+to)\b"
+)
+_REPLACE_MARKERS: Final = frozenset(
+    """actually instead now anymore longer taking take takes took taken over replaces replace
+    replaced replacing switch switched switching changed change moved move correction new
+    used""".split()
+)
+
+
+def _subtype(table: tuple[tuple[str, re.Pattern[str]], ...], text: str, default: str) -> str:
+    return next((name for name, pattern in table if pattern.search(text)), default)
+
+
+def sentence_type(s: Sentence, today: date) -> tuple[NodeType | None, str]:
+    """The node type a sentence would be stored as, or None with the reason it is not stored."""
+    if s.injection:
+        return None, "looks like a prompt injection"
+    if s.greeting:
+        return None, "a greeting or acknowledgement"
+    if s.text.startswith("/") and s.text[1:2].isalpha():
+        return None, "a slash command"
+    if CODE.search(s.text[:MAX_SENTENCE_CHARS]):
+        return None, "code, not a statement"
+    if len(s.text) > MAX_SENTENCE_CHARS:
+        return None, "too long to be one memory"
+    if s.question:
+        return None, "a question (asking, not telling)"
+    if s.hypothetical:
+        return None, "hypothetical or speculative"
+    if detect_instruction(s, today) is not None:
+        return "instruction", "an instruction"
+    if s.future and s.date is not None and s.date.value >= today:
+        return "plan", "a dated plan"
+    if s.request or s.imperative:
+        return None, "a request to the assistant, not a statement"
+    if s.vague:
+        return None, "too vague to remember"
+    if s.opinion:
+        return "opinion", "an opinion"
+    if s.past and (s.date is None or s.date.value <= today):
+        return ("event", "a real event") if s.anchored else (None, "too vague to remember")
+    if s.future and not _ROLE_WORDS.search(s.low):
+        return None, "an intention without a date"
+    if not s.anchored or _common_sense(s):
+        return None, "general knowledge, not about the user's world"
+    return "fact", "a concrete fact"
+
+
+def _common_sense(s: Sentence) -> bool:
+    """ "The sky is blue": a generic subject, and nothing of the user's (no name, number, "our")."""
+    if s.entities or any(ch.isdigit() for ch in s.body) or _FIRST_PERSON & set(s.words):
+        return False
+    return bool(s.content) and s.content[0] in GENERIC_SUBJECTS
+
+
+def _item_subtype(kind: NodeType, s: Sentence) -> str | None:
+    if kind == "event":
+        return _subtype(_EVENT_SUBTYPES, s.low, "action")
+    if kind == "fact":
+        return _subtype(_FACT_SUBTYPES, s.low, "definitional")
+    if kind == "plan":
+        if _PLAN_REQUESTED.search(s.low):
+            return "requested"
+        return "intended" if _PLAN_INTENDED.search(s.low) else "scheduled"
+    return None
+
+
+def replaced_words(s: Sentence) -> str | None:
+    """Words identifying the memory a correction replaces, for a `search_facts` query.
+
+    Keeps the topic and the old value, drops the new value: "Lisa handles Anderson now" ->
+    "handles Anderson"; "Use pnpm instead of npm for installs" -> "Use npm installs"; "Peter no
+    longer handles Anderson" -> "Peter handles Anderson".
+    """
+    body = s.body
+    tokens = list(WORD.finditer(body))
+    drop: set[int] = set()
+    lows = [t.group().lower() for t in tokens]
+    for i, low in enumerate(lows):
+        if low == "instead" and i + 1 < len(lows) and lows[i + 1] == "of" and i > 0:
+            drop.add(i - 1)  # the new value stands right before "instead of"
+        if low == "to" and i > 0 and lows[i - 1] in ("switch", "switched", "changed", "moved"):
+            drop.update(range(i + 1, min(i + 3, len(lows))))
+    role = ROLE_STATEMENT.match(body.rstrip(".!"))
+    takeover = re.match(r"(?i)^(.+?)\s+(?:is\s+|will\s+)?(?:taking|takes|took|take)\s+over\b", body)
+    subject = takeover.group(1) if takeover else role.group("who") if role else None
+    if subject is not None:
+        subject = re.split(r"[,;]\s*|\band\s+", subject)[-1]  # "Tom left, Maria is taking over"
+        start = body.find(subject)
+        drop_span = (start, start + len(subject)) if start >= 0 else (0, 0)
+    else:
+        drop_span = (0, 0)
+    if subject is not None and "no longer" not in s.low:
+        lo, hi = drop_span
+        drop.update(i for i, t in enumerate(tokens) if t.start() >= lo and t.end() <= hi)
+    if s.date is not None:
+        drop.update(
+            i for i, t in enumerate(tokens) if t.start() >= s.date.start and t.end() <= s.date.end
+        )
+    kept: list[str] = []
+    for i, token in enumerate(tokens):
+        low = lows[i]
+        if (
+            i in drop
+            or low in _REPLACE_MARKERS
+            or low in STOPWORDS
+            or any(c.isdigit() for c in low)
+        ):
+            continue
+        if token.group() not in kept:
+            kept.append(token.group())
+    return " ".join(kept) or None
+
+
+def filter_storage(
+    prompt: str,
+    classification: Classification | None = None,
+    today: date | None = None,
+    *,
+    known_entities: Gazetteer | Iterable[str] | None = None,
+) -> StorageDecision:
+    """Decide what in a prompt is worth storing (telling vs asking), one item per sentence.
+
+    The telling test runs on every sentence whatever `classification.operations` says; the
+    classification contributes entity names and kinds.
+
+    Args:
+        prompt: The user's message.
+        classification: Layer 1 result (LLM or deterministic); None to use heuristics alone.
+        today: Reference day for dates (defaults to the local date).
+        known_entities: Known entity names (the database gazetteer).
+
+    Returns:
+        The decision: `store` is true when at least one item was found.
+    """
+    today = today or date.today()
+    gazetteer = prompt_gazetteer(
+        known_entities, classification.entities if classification is not None else ()
+    )
+    texts = split_sentences(prompt)[:MAX_SENTENCES]
+    sentences = [analyze(text, today, gazetteer) for text in texts]
+    resolved = resolve_pronouns(sentences)
+    items: list[StorageItem] = []
+    skipped: list[str] = []
+    for sentence, names in zip(sentences, resolved, strict=True):
+        kind, reason = sentence_type(sentence, today)
+        if kind is None:
+            skipped.append(reason)
+            continue
+        if len(items) >= MAX_ITEMS:
+            skipped.append("item limit reached")
+            break
+        items.append(_item(sentence, kind, names, classification, today))
+    items = _dedup(items)
+    if items:
+        kinds = ", ".join(dict.fromkeys(item.type for item in items))
+        reason = f"The user is telling something new ({kinds})."
+    elif skipped:
+        reason = "Nothing to store: " + "; ".join(dict.fromkeys(skipped)) + "."
+    else:
+        reason = "Nothing to store: empty prompt."
+    return StorageDecision(store=bool(items), reason=reason, items=items)
+
+
+def _item(
+    s: Sentence,
+    kind: NodeType,
+    names: list[str],
+    classification: Classification | None,
+    today: date,
+) -> StorageItem:
+    content, _ = redact_secrets(s.body)
+    entities = list(names)
+    if classification is not None:
+        known = {n.casefold() for n in entities}
+        for mention in classification.entities:
+            if mention.name.casefold() not in known and mentions(s.body, mention.name):
+                entities.append(mention.name)
+                known.add(mention.name.casefold())
+    scope: float | None = None
+    subtype = _item_subtype(kind, s)
+    if kind == "instruction":
+        instruction = detect_instruction(s, today)
+        if instruction is not None:
+            subtype, scope = instruction.subtype, instruction.scope
+    valid_from = (
+        s.date.value.isoformat() if s.date is not None and kind in ("plan", "event") else None
+    )
+    correction = s.correction
+    return StorageItem(
+        type=kind,
+        subtype=subtype,
+        content=content,
+        entities=entities,
+        valid_from=valid_from,
+        scope=scope,
+        correction=correction,
+        replaces=replaced_words(s) if correction else None,
+    )
+
+
+def _dedup(items: list[StorageItem]) -> list[StorageItem]:
+    seen: set[str] = set()
+    out: list[StorageItem] = []
+    for item in items:
+        key = " ".join(item.content.lower().split()).rstrip(".!")
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
