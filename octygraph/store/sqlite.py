@@ -535,6 +535,31 @@ class MemoryStore:
             )
         return new
 
+    def mark_superseded(self, old_id: str, new_id: str) -> None:
+        """Mark an existing node as replaced by another existing one, copying its edges over."""
+        with self.transaction() as conn:
+            rows = conn.execute(
+                "SELECT id, superseded_by FROM nodes WHERE id IN (?, ?)", (old_id, new_id)
+            ).fetchall()
+            found = dict(rows)
+            if old_id not in found or new_id not in found:
+                raise StoreError(f"No memory with id {old_id if old_id not in found else new_id!r}.")
+            if found[old_id]:
+                raise StoreError(f"Memory {old_id} was already replaced by {found[old_id]}.")
+            for source_id, target_id, edge_type, attributes in conn.execute(
+                "SELECT source_id, target_id, edge_type, attributes FROM edges "
+                "WHERE source_id=? OR target_id=?",
+                (old_id, old_id),
+            ).fetchall():
+                source = new_id if source_id == old_id else source_id
+                target = new_id if target_id == old_id else target_id
+                self._insert_edge(conn, source, target, edge_type, json.loads(attributes or "{}"))
+            conn.execute("UPDATE nodes SET superseded_by=? WHERE id=?", (new_id, old_id))
+            conn.execute(
+                "UPDATE vec_nodes SET active=0 WHERE rowid=(SELECT rowid FROM nodes WHERE id=?)",
+                (old_id,),
+            )
+
     def set_attributes(self, node_id: str, **updates: Any) -> Node:
         """Merge keys into a node's attributes (e.g. a contradiction flag for review)."""
         with self.transaction() as conn:
@@ -674,22 +699,27 @@ class MemoryStore:
             current = nxt
         return chain
 
-    def entity_names(self, limit: int = 5000) -> list[str]:
-        """Names and aliases of current entities (the gazetteer for the deterministic classifier)."""
+    def entity_kinds(self, limit: int = 5000) -> dict[str, str | None]:
+        """Names and aliases of current entities with their subtype (the deterministic classifier's gazetteer)."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT content, attributes FROM nodes WHERE node_type='entity' "
+                "SELECT content, subtype, attributes FROM nodes WHERE node_type='entity' "
                 "AND superseded_by IS NULL ORDER BY salience DESC, rowid DESC LIMIT ?",
                 (limit,),
             ).fetchall()
-        names: list[str] = []
-        for content, attributes in rows:
-            names.append(content)
+        kinds: dict[str, str | None] = {}
+        for content, subtype, attributes in rows:
+            kinds.setdefault(content, subtype)
             try:
-                names.extend(json.loads(attributes or "{}").get("aliases", []))
+                for alias in json.loads(attributes or "{}").get("aliases", []):
+                    kinds.setdefault(str(alias), subtype)
             except (TypeError, ValueError, AttributeError):
                 pass
-        return names
+        return kinds
+
+    def entity_names(self, limit: int = 5000) -> list[str]:
+        """Names and aliases of current entities."""
+        return list(self.entity_kinds(limit))
 
     def find_entity(self, name: str, *, semantic: bool = True) -> Node | None:
         """Find an entity by name: exact, case-insensitive, alias, then (optionally) semantic."""

@@ -1,0 +1,569 @@
+"""The `octygraph` command line (typer).
+
+Every user error ends with one plain sentence on stderr and exit code 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from octygraph.settings import Settings, SettingsError
+
+app = typer.Typer(
+    name="octygraph",
+    help="Long-term memory for AI coding assistants, on a local graph of typed memories.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+memory_app = typer.Typer(
+    help="Look at, change and manage what octygraph remembers.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(memory_app, name="memory")
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_state: dict[str, str | None] = {"project": None}
+
+
+class UserError(Exception):
+    """A mistake the user can fix; its message is shown as is."""
+
+
+def settings() -> Settings:
+    """Settings for this invocation (environment, `.env` files and the --project option)."""
+    return Settings.from_env(project_id=_state["project"])
+
+
+def fail(message: str) -> typer.Exit:
+    err.print(message, markup=False, highlight=False)
+    return typer.Exit(1)
+
+
+def user_errors(func: F) -> F:
+    """Turn the errors a user can cause into one sentence and exit code 1."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from octygraph.embeddings import EmbeddingModelError
+        from octygraph.llm.errors import LLMConfigError
+        from octygraph.store import StoreError
+
+        try:
+            return func(*args, **kwargs)
+        except (UserError, StoreError, SettingsError, EmbeddingModelError, LLMConfigError) as exc:
+            raise fail(_redacted(str(exc))) from None
+        except KeyboardInterrupt:
+            raise fail("Interrupted; nothing was half-written.") from None
+        except OSError as exc:
+            raise fail(
+                _redacted(f"{exc.strerror or exc}: {exc.filename or ''}".strip(": "))
+            ) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _redacted(text: str) -> str:
+    try:
+        return settings().redact(text)
+    except Exception:
+        return text
+
+
+def parse_date(value: str | None, option: str) -> str | None:
+    """Accept YYYY-MM-DD or an ISO date-time; anything else is a user error."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise UserError(f"{option} {value!r} is not a date; use YYYY-MM-DD.") from None
+    return parsed.strftime("%Y-%m-%d") if len(value.strip()) <= 10 else parsed.isoformat()
+
+
+def progress_bar() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    )
+
+
+@app.callback()
+def main_options(
+    project: Annotated[
+        str | None,
+        typer.Option(
+            "--project", "-p", help="Project id (default: $OCTYBOT_PROJECT or the folder name)."
+        ),
+    ] = None,
+) -> None:
+    """Long-term memory for AI coding assistants."""
+    _state["project"] = project
+
+
+# --------------------------------------------------------------------------- search / add / reindex
+
+
+@app.command()
+@user_errors
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for, in your own words.")],
+    type_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--type", "-t", help="Only this memory type (repeatable). Entities only when asked."
+        ),
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, max=200, help="How many results.")
+    ] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    include_superseded: Annotated[
+        bool, typer.Option("--all", help="Include memories that were replaced.")
+    ] = False,
+) -> None:
+    """Search stored memories by meaning and keywords (hybrid), without any LLM."""
+    from octygraph.services import open_store
+    from octygraph.store import NODE_TYPES
+
+    if not query.strip():
+        raise UserError("Give some words to search for.")
+    types = type_ or [t for t in NODE_TYPES if t != "entity"]
+    s = settings()
+    if not s.paths.db.exists():
+        raise UserError(
+            f"No memories yet for project {s.project_id!r}; add one with `octygraph memory add`."
+        )
+    with open_store(s, create=False) as store:
+        hits = store.search(query, types=types, limit=limit, include_superseded=include_superseded)
+    if as_json:
+        payload = [
+            {**h.node.to_dict(), "score": round(h.score, 4), "cosine": round(h.cosine, 4)}
+            for h in hits
+        ]
+        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    if not hits:
+        out.print("No matching memories.")
+        return
+    from rich.table import Table
+
+    table = Table("score", "cosine", "type", "content", "id", show_lines=False)
+    for h in hits:
+        kind = h.node.node_type + (f"/{h.node.subtype}" if h.node.subtype else "")
+        table.add_row(f"{h.score:.3f}", f"{h.cosine:.3f}", kind, h.node.content, h.node.id)
+    out.print(table)
+
+
+@memory_app.command("add")
+@user_errors
+def memory_add(
+    text: Annotated[str, typer.Argument(help="The memory, as a sentence.")],
+    type_: Annotated[
+        str, typer.Option("--type", "-t", help="entity, fact, event, opinion, instruction or plan.")
+    ] = "fact",
+    subtype: Annotated[
+        str | None, typer.Option(help="Subtype, e.g. person, rule, scheduled.")
+    ] = None,
+    entity: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--entity", "-e", help="An entity this memory is about (repeatable; created if new)."
+        ),
+    ] = None,
+    scope: Annotated[
+        float | None, typer.Option(min=0.0, max=1.0, help="Breadth 0-1 for instructions and plans.")
+    ] = None,
+    valid_from: Annotated[
+        str | None, typer.Option(help="Date it applies from (YYYY-MM-DD), for plans.")
+    ] = None,
+    source: Annotated[str, typer.Option(help="Who said it: user or claude.")] = "user",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the stored memory as JSON.")
+    ] = False,
+) -> None:
+    """Store one memory directly (no pipeline): for people and tests."""
+    from octygraph.heuristics.safety import redact_secrets
+    from octygraph.services import open_store
+    from octygraph.store import NODE_TYPES, SUBTYPES
+
+    if not text.strip():
+        raise UserError("The memory text is empty; give a sentence to remember.")
+    if type_ not in NODE_TYPES:
+        raise UserError(f"Unknown memory type {type_!r}; use one of: {', '.join(NODE_TYPES)}.")
+    if subtype is not None and SUBTYPES[type_] and subtype not in SUBTYPES[type_]:
+        raise UserError(
+            f"Unknown subtype {subtype!r} for {type_}; use one of: {', '.join(SUBTYPES[type_])}."
+        )
+    if source not in ("user", "claude"):
+        raise UserError("--source must be 'user' or 'claude'.")
+    when = parse_date(valid_from, "--valid-from")
+    clean, _ = redact_secrets(text)
+    with open_store(settings()) as store:
+        entity_ids = [store.ensure_entity(name)[0].id for name in (entity or []) if name.strip()]
+        node = store.add_node(
+            type_,
+            clean,
+            subtype=subtype,
+            entity_ids=entity_ids,
+            scope=scope,
+            valid_from=when,
+            source=source,
+        )
+    if as_json:
+        typer.echo(json.dumps(node.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        out.print(f"Stored {node.node_type} {node.id}: {node.content}", markup=False)
+
+
+@app.command()
+@user_errors
+def reindex() -> None:
+    """Re-embed every memory with the configured embedding model (after switching models)."""
+    from octygraph.services import open_store
+
+    s = settings()
+    if not s.paths.db.exists():
+        raise UserError(f"No memory database for project {s.project_id!r}; nothing to re-embed.")
+    with open_store(s, create=False, check_model=False) as store, progress_bar() as bar:
+        task = bar.add_task("Re-embedding", total=None)
+
+        def step(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        count = store.reindex(progress=step)
+    out.print(
+        f"Re-embedded {count} {'memory' if count == 1 else 'memories'} with {store.embedder.model_id}."
+    )
+
+
+
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except SettingsError as exc:  # raised while reading settings, before a command's own handler
+        err.print(str(exc), markup=False)
+        sys.exit(1)
+
+
+# --------------------------------------------------------------------------- the pipeline
+
+
+def _run_async(coro: Any) -> Any:
+    import asyncio
+
+    return asyncio.run(coro)
+
+
+@app.command()
+@user_errors
+def run(
+    prompt: Annotated[str, typer.Argument(help="The prompt, as a user would type it.")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the whole result as JSON.")
+    ] = False,
+    offline: Annotated[bool, typer.Option("--offline", help="Force the no-LLM path.")] = False,
+    project: Annotated[
+        str | None, typer.Option("--project", help="Project id for this run.")
+    ] = None,
+) -> None:
+    """Run the whole memory pipeline on one prompt: store what it tells, print the context it needs."""
+    from octygraph.runner import RunOptions, run_prompt
+    from octygraph.services import open_store
+
+    if not prompt.strip():
+        raise UserError("The prompt is empty; give the text a user would type.")
+    if project:
+        _state["project"] = project
+    s = settings()
+    with open_store(s) as store:
+        result = _run_async(
+            run_prompt(prompt, s, store, RunOptions(offline=offline, session_id="cli"))
+        )
+    if as_json:
+        typer.echo(json.dumps(result, ensure_ascii=False, indent=2))
+        return
+    if result["context"]:
+        typer.echo(result["context"])
+    else:
+        err.print("No stored memory is relevant to this prompt.")
+    for item in result["stored"]:
+        err.print(
+            f"stored {item['type']} {item['id']}: {item['content']}", markup=False, highlight=False
+        )
+    for old in result["superseded"]:
+        err.print(f"superseded {old}", highlight=False)
+
+
+trace_app = typer.Typer(
+    help="Debug traces of past runs, and replay from checkpoints.", no_args_is_help=True
+)
+app.add_typer(trace_app, name="trace")
+
+
+@trace_app.command("list")
+@user_errors
+def trace_list(
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, help="How many, newest first.")
+    ] = 20,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List recent runs."""
+    from rich.table import Table
+
+    from octygraph.traces import list_traces
+
+    rows = list_traces(settings().paths.debug_dir, limit)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        out.print('No traces yet; run `octygraph run "..."` first.')
+        return
+    table = Table("trace id", "mode", "stored", "context", "ms", "prompt")
+    for r in rows:
+        table.add_row(
+            r["trace_id"],
+            str(r["mode"]),
+            str(r["stored"]),
+            str(r["context_chars"]),
+            str(r["total_ms"]),
+            r["prompt"],
+        )
+    out.print(table)
+
+
+@trace_app.command("show")
+@user_errors
+def trace_show(
+    trace_id: Annotated[str, typer.Argument(help="A trace id (or a unique prefix).")],
+) -> None:
+    """Print one trace as JSON."""
+    from octygraph.traces import TraceNotFound, load_trace
+
+    try:
+        data = load_trace(settings().paths.debug_dir, trace_id)
+    except TraceNotFound as exc:
+        raise UserError(str(exc)) from None
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+@trace_app.command("replay")
+@user_errors
+def trace_replay(
+    trace_id: Annotated[str, typer.Argument(help="A trace id (or a unique prefix).")],
+    use_llm: Annotated[
+        bool, typer.Option("--llm", help="Curate with the configured LLM (default: offline).")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Re-run assembly and curation from the run's stored checkpoint; memory is not changed."""
+    from octygraph.runner import replay
+    from octygraph.services import open_store
+    from octygraph.traces import TraceNotFound
+
+    s = settings()
+    try:
+        with open_store(s, create=False) as store:
+            result = _run_async(replay(trace_id, s, store, offline=not use_llm))
+    except TraceNotFound as exc:
+        raise UserError(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps(result, ensure_ascii=False, indent=2))
+        return
+    out.print(
+        f"Replayed {result['trace_id']} from checkpoint {result['from_checkpoint']}: "
+        f"{'same context as the original' if result['same'] else 'the context differs from the original'}."
+    )
+    typer.echo(result["context"])
+
+
+# --------------------------------------------------------------------------- Claude Code
+
+
+hook_app = typer.Typer(
+    help="Claude Code hooks (JSON on stdin). Always exit 0.", no_args_is_help=True
+)
+app.add_typer(hook_app, name="hook")
+
+
+def _hook_exit(event: str) -> None:
+    import os
+
+    from octygraph.hooks import main as hook_main
+
+    hook_main(event)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Exit now: a tool thread cut off by the time budget must not hold the prompt until it returns.
+    os._exit(0)
+
+
+@hook_app.command("prompt")
+def hook_prompt() -> None:
+    """UserPromptSubmit: print the memory context for the prompt as hook JSON, or nothing."""
+    _hook_exit("prompt")
+
+
+@hook_app.command("stop")
+def hook_stop() -> None:
+    """Stop: store what the assistant reports having done or decided."""
+    _hook_exit("stop")
+
+
+def _installed_executable() -> str:
+    """The `octygraph` script of the installation that is running now (an absolute path)."""
+    from pathlib import Path
+
+    beside = Path(sys.executable).parent / "octygraph"
+    if beside.exists():
+        return str(beside)
+    argv0 = Path(sys.argv[0])
+    if argv0.name == "octygraph" and argv0.exists():
+        return str(argv0.resolve())
+    raise UserError(
+        "Cannot find the installed `octygraph` command; install the package with pip first."
+    )
+
+
+@app.command()
+@user_errors
+def install(
+    target_dir: Annotated[str, typer.Argument(help="The project folder to add octygraph to.")],
+) -> None:
+    """Add the octygraph hooks and the /octybot command to a project, and create its memory folders."""
+    from pathlib import Path
+
+    from octygraph.claude.install import InstallError
+    from octygraph.claude.install import install as do_install
+
+    target = Path(target_dir).expanduser().resolve()
+    if not target.is_dir():
+        raise UserError(f"{target} is not a folder.")
+    s = Settings.from_env(project_id=_state["project"] or target.name, cwd=target)
+    try:
+        report = do_install(target, s, _installed_executable())
+    except InstallError as exc:
+        raise UserError(str(exc)) from None
+    out.print(report.render(), markup=False, highlight=False)
+
+
+@app.command()
+@user_errors
+def uninstall(
+    target_dir: Annotated[str, typer.Argument(help="The project folder to remove octygraph from.")],
+) -> None:
+    """Remove exactly what `octygraph install` added (memories are kept)."""
+    from pathlib import Path
+
+    from octygraph.claude.install import InstallError
+    from octygraph.claude.install import uninstall as do_uninstall
+
+    target = Path(target_dir).expanduser().resolve()
+    if not target.is_dir():
+        raise UserError(f"{target} is not a folder.")
+    s = Settings.from_env(project_id=_state["project"] or target.name, cwd=target)
+    try:
+        report = do_uninstall(target, s)
+    except InstallError as exc:
+        raise UserError(str(exc)) from None
+    out.print(report.render(), markup=False, highlight=False)
+
+
+def _toggle(flag_name: str, label: str, on: bool | None) -> None:
+    from octygraph.claude import modes
+
+    paths = settings().paths.ensure()
+    flag = getattr(paths, flag_name)
+    state = modes.toggle(flag) if on is None else modes.set_mode(flag, on)
+    out.print(f"{label} is {'on' if state else 'off'} for project {paths.project_id} ({flag}).")
+
+
+@app.command("dev-mode")
+@user_errors
+def dev_mode(
+    on: Annotated[bool | None, typer.Option("--on/--off", help="Set instead of toggling.")] = None,
+) -> None:
+    """Toggle dev mode: pipeline details with timestamps are appended to debug/dev.log."""
+    _toggle("dev_mode_flag", "Dev mode", on)
+
+
+@app.command("verbose-mode")
+@user_errors
+def verbose_mode(
+    on: Annotated[bool | None, typer.Option("--on/--off", help="Set instead of toggling.")] = None,
+) -> None:
+    """Toggle verbose mode: stage-by-stage logging on stderr while hooks run."""
+    _toggle("verbose_flag", "Verbose mode", on)
+
+
+@memory_app.command("manifest")
+@user_errors
+def memory_manifest(
+    session: Annotated[
+        str | None, typer.Option("--session", help="Only this Claude session.")
+    ] = None,
+    delete: Annotated[
+        bool,
+        typer.Option("--delete", help="Forget everything that session stored (needs --session)."),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Review what the hooks stored, by session; optionally forget one session's memories."""
+    from octygraph.claude import manifest
+
+    s = settings()
+    paths = s.paths
+    if delete:
+        if not session:
+            raise UserError("--delete needs --session ID, so only that session's memories go.")
+        from octygraph.services import open_store
+
+        removed = manifest.remove_session(paths.manifest, session)
+        deleted = 0
+        if removed and paths.db.exists():
+            with open_store(s, create=False) as store:
+                deleted = sum(store.delete_node(e["node_id"]) for e in removed)
+        out.print(f"Forgot {deleted} memories stored by session {session}.")
+        return
+    entries = manifest.load(paths.manifest, session=session)
+    if as_json:
+        typer.echo(json.dumps(entries, ensure_ascii=False, indent=2))
+        return
+    if not entries:
+        out.print(
+            "Nothing stored by hooks yet."
+            if not session
+            else f"Nothing stored by session {session}."
+        )
+        return
+    from rich.table import Table
+
+    table = Table("session", "node id", "type", "content")
+    for e in entries:
+        kind = e["type"] + (f"/{e['subtype']}" if e["subtype"] else "")
+        table.add_row(e["session_id"], e["node_id"], kind, e["content"])
+    out.print(table)

@@ -1,0 +1,85 @@
+"""The run's dependencies (LangGraph runtime context): never checkpointed, never seen by the model."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+# Imported for real (not under TYPE_CHECKING): tools build their schema from `ToolRuntime[Context]`.
+from langchain_core.language_models import BaseChatModel
+
+from octygraph.llm.usage import UsageTracker
+from octygraph.settings import Settings
+from octygraph.store import MemoryStore
+
+
+_OPEN_LOCK = threading.Lock()
+
+
+@dataclass(kw_only=True)
+class Context:
+    """What every node and tool needs: the memory store, chat models (None = offline) and limits.
+
+    All fields have defaults so LangGraph Studio can run the graph with an empty context: the store is then
+    opened lazily from the environment's settings and the run is offline.
+    """
+
+    project: str | None = None
+    """Project id; defaults to $OCTYBOT_PROJECT or the working folder's name."""
+    store: MemoryStore | None = None
+    settings: Settings | None = None
+    l1_model: BaseChatModel | None = None
+    """Chat model for L1 classification; None runs the deterministic classifier."""
+    l2_model: BaseChatModel | None = None
+    """Chat model for L1.5, the two loops, curation and reconciliation; None runs the deterministic paths."""
+    usage: UsageTracker | None = None
+    max_turns: int = 8
+    loop_timeout_s: float = 30.0
+    context_budget_chars: int = 6000
+    today: date | None = None
+    read_only: bool = False
+    """Replays set this: the store half of the graph then writes nothing."""
+    store_only: bool = False
+    """The Stop hook: store what the assistant reported, retrieve nothing."""
+    session_id: str | None = None
+    source: str = "user"
+    _gazetteer: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def memory(self) -> MemoryStore:
+        """The memory store, opened on first use when none was given."""
+        with _OPEN_LOCK:
+            if self.store is None:
+                from octygraph.services import open_store
+
+                self.store = open_store(self.get_settings())
+            return self.store
+
+    def gazetteer(self) -> Any:
+        """Known entity names and kinds from the store, built once per run (classify and plan share it)."""
+        if self._gazetteer is None:
+            from octygraph.heuristics import Gazetteer
+
+            self._gazetteer = Gazetteer(self.memory().entity_kinds())
+        return self._gazetteer
+
+    def get_settings(self) -> Settings:
+        if self.settings is None:
+            self.settings = Settings.from_env(project_id=self.project)
+        return self.settings
+
+    def day(self) -> date:
+        return self.today or date.today()
+
+    @property
+    def offline(self) -> bool:
+        return self.l1_model is None and self.l2_model is None
+
+    def callbacks(self, layer: str) -> list[Any]:
+        """LangChain callbacks that count tokens and cost for one layer."""
+        if self.usage is None:
+            return []
+        from octygraph.llm.usage import UsageCallback
+
+        return [UsageCallback(self.usage, layer)]

@@ -1,0 +1,68 @@
+"""L1: classify the prompt (entities, facts, events, plans, intents, operations)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from octygraph import heuristics, prompts
+from octygraph.context import Context
+from octygraph.models import Classification, merge_classifications
+from octygraph.nodes._common import ask_structured, timed
+from octygraph.state import PipelineState
+
+
+@timed("classify")
+async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Classify each sentence (LLM, in parallel) and merge; fall back to the deterministic classifier."""
+    ctx = runtime.context
+    prompt = state.get("prompt", "")
+    known = await asyncio.to_thread(ctx.gazetteer)
+    offline = heuristics.classify(prompt, known_entities=known, today=ctx.day())
+    if ctx.store_only:
+        # The Stop hook: what the assistant reported is only stored, never used to retrieve.
+        return {
+            "classification": offline.model_copy(
+                update={
+                    "operations": offline.operations.model_copy(
+                        update={"retrieve": False, "store": True}
+                    )
+                }
+            )
+        }
+    if ctx.l1_model is None:
+        return {"classification": offline}
+
+    sentences = heuristics.split_sentences(prompt) or [prompt]
+    calls = [
+        ask_structured(
+            ctx,
+            ctx.l1_model,
+            Classification,
+            prompts.CLASSIFY_SYSTEM,
+            prompts.CLASSIFY_USER.format(prompt=prompt, sentence=sentence),
+            "l1",
+        )
+        for sentence in sentences
+    ]
+    results = await asyncio.gather(*calls)
+    raws = [raw for _, raw, _ in results]
+    parts = [parsed for parsed, _, _ in results]
+    if any(part is None for part in parts):
+        errors = "; ".join(err for _, _, err in results if err)
+        return {
+            "classification": offline,
+            "l1_raw": raws,
+            "notes": [
+                f"classify: LLM output did not parse twice, used the deterministic classifier ({errors})"
+            ],
+        }
+    merged = merge_classifications([p for p in parts if p is not None])
+    # Names the LLM missed but the gazetteer knows still count: they drive the entity lookups.
+    known_names = {e.name.casefold() for e in merged.entities}
+    extra = [e for e in offline.entities if e.name.casefold() not in known_names]
+    if extra:
+        merged = merged.model_copy(update={"entities": [*merged.entities, *extra]})
+    return {"classification": merged, "l1_raw": raws}

@@ -1,0 +1,80 @@
+"""Curation (Method B): per section, in parallel, the LLM copies relevant records verbatim.
+
+Only lines that match an input record exactly are kept, so curation can drop records but never invent or
+rephrase one. Without an LLM the assembled, ranked, budgeted context is the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from octygraph import prompts
+from octygraph.context import Context
+from octygraph.nodes._common import timed
+from octygraph.nodes.assemble import record_line, render
+from octygraph.state import PipelineState, Record
+
+NO_RELEVANT = "NO_RELEVANT_RECORDS"
+
+
+def _normal(line: str) -> str:
+    return " ".join(line.strip().lstrip("-*• ").split())
+
+
+async def _curate_section(
+    ctx: Context, prompt: str, name: str, records: list[Record]
+) -> tuple[str, list[Record] | None, str | None]:
+    """(section, kept records or None when the LLM failed, note)."""
+    assert ctx.l2_model is not None
+    lines = {_normal(record_line(name, r)): r for r in records}
+    user = prompts.CURATE_USER.format(
+        prompt=prompt, section=name, records="\n".join(f"- {line}" for line in lines)
+    )
+    try:
+        reply = await ctx.l2_model.ainvoke(
+            [SystemMessage(prompts.CURATE_SYSTEM), HumanMessage(user)],
+            config={"callbacks": ctx.callbacks("curation")},
+        )
+    except Exception as exc:
+        return name, None, f"curate: {name} kept uncurated ({type(exc).__name__}: {exc})"
+    text = reply.text if isinstance(reply.text, str) else str(reply.content)
+    if NO_RELEVANT in text:
+        return name, [], None
+    kept: list[Record] = []
+    for raw in text.splitlines():
+        record = lines.get(_normal(raw))
+        if record is not None and record not in kept:
+            kept.append(record)
+    return name, kept, None
+
+
+@timed("curate")
+async def curate(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Curate every section at once, then render the final context within the budget."""
+    ctx = runtime.context
+    sections: dict[str, list[Record]] = dict(state.get("sections") or {})
+    if ctx.l2_model is None or not sections:
+        return {"context": state.get("assembled", "")}
+    results = await asyncio.gather(
+        *(
+            _curate_section(ctx, state.get("prompt", ""), name, recs)
+            for name, recs in sections.items()
+        )
+    )
+    curated: dict[str, list[Record]] = {}
+    notes: list[str] = []
+    for name, kept, note in results:
+        if note:
+            notes.append(note)
+        chosen = sections[name] if kept is None else kept
+        if chosen:
+            curated[name] = chosen
+    return {
+        "sections": curated,
+        "context": render(curated, ctx.context_budget_chars),
+        "notes": notes,
+    }

@@ -1,0 +1,287 @@
+"""L2: the retrieve and store ReAct loops (subgraphs), and the fixed plan used without an LLM.
+
+Each loop is `agent -> tools -> agent ...`, ended by the `done` tool, a reply without tool calls, the turn
+cap, or the wall-clock timeout (the loop then returns what it gathered so far).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.runtime import Runtime
+from typing_extensions import TypedDict
+
+from octygraph import prompts
+from octygraph.context import Context
+from octygraph.models import Classification, RetrievalPlan, StorageDecision
+from octygraph.nodes._common import timed
+from octygraph.state import PipelineState, Record
+from octygraph.store import StoreError
+from octygraph.tools import ops
+from octygraph.tools.retrieve import RETRIEVE_TOOLS
+from octygraph.tools.store import STORE_TOOLS
+
+
+class LoopState(TypedDict, total=False):
+    """State of one ReAct loop (private to the subgraph)."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    prompt: str
+    turns: int
+    system: str
+
+
+def build_loop(name: str, tools: Sequence[BaseTool], layer: str = "l2") -> CompiledStateGraph:
+    """A hand-written ReAct loop with an explicit turn counter (see research/langgraph-style.md §4)."""
+
+    async def agent(state: LoopState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = runtime.context
+        assert ctx.l2_model is not None
+        model = ctx.l2_model.bind_tools(list(tools))
+        messages = [SystemMessage(state.get("system", "")), *state["messages"]]
+        reply = await model.ainvoke(messages, config={"callbacks": ctx.callbacks(layer)})
+        return {"messages": [reply], "turns": state.get("turns", 0) + 1}
+
+    def after_agent(state: LoopState, runtime: Runtime[Context]) -> Literal["tools", "__end__"]:
+        last = state["messages"][-1]
+        calls = getattr(last, "tool_calls", None) or []
+        if not calls or all(call["name"] == "done" for call in calls):
+            return END
+        return "tools"
+
+    def after_tools(state: LoopState, runtime: Runtime[Context]) -> Literal["agent", "__end__"]:
+        ai = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
+        if any(call["name"] == "done" for call in ai.tool_calls):
+            return END
+        if state.get("turns", 0) >= runtime.context.max_turns:
+            return END
+        return "agent"
+
+    builder = StateGraph(LoopState, context_schema=Context)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode(list(tools), handle_tool_errors=True))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", after_agent, ["tools", END])
+    builder.add_conditional_edges("tools", after_tools, ["agent", END])
+    return builder.compile(name=name)
+
+
+retrieve_subgraph = build_loop("retrieve_agent", RETRIEVE_TOOLS)
+store_subgraph = build_loop("store_agent", STORE_TOOLS)
+
+
+def _harvest(messages: Sequence[AnyMessage], loop: str) -> tuple[list[Record], list[Record]]:
+    """Records (tool artifacts) and a trace entry per tool call, from a loop's messages."""
+    records: list[Record] = []
+    calls: list[Record] = []
+    args_by_id: dict[str, tuple[str, dict[str, Any]]] = {}
+    for msg in messages:
+        if isinstance(msg, AIMessage):
+            for call in msg.tool_calls:
+                args_by_id[call.get("id") or ""] = (call["name"], call.get("args", {}))
+        elif isinstance(msg, ToolMessage):
+            name, args = args_by_id.get(msg.tool_call_id, (msg.name or "?", {}))
+            if isinstance(msg.artifact, list):
+                records.extend(r for r in msg.artifact if isinstance(r, dict))
+            calls.append(
+                {
+                    "loop": loop,
+                    "tool": name,
+                    "args": args,
+                    "status": msg.status,
+                    "result": str(msg.content)[:2000],
+                }
+            )
+    return records, calls
+
+
+async def run_loop(
+    graph: CompiledStateGraph,
+    loop: str,
+    task: str,
+    system: str,
+    prompt: str,
+    ctx: Context,
+    config: RunnableConfig,
+) -> tuple[list[Record], list[Record], list[str], int]:
+    """Run a loop under the timeout; on timeout keep what the finished steps gathered."""
+    last: dict[str, Any] = {"messages": []}
+    notes: list[str] = []
+    inputs: LoopState = {
+        "messages": [HumanMessage(task)],
+        "prompt": prompt,
+        "turns": 0,
+        "system": system,
+    }
+    try:
+        async with asyncio.timeout(ctx.loop_timeout_s):
+            async for chunk in graph.astream(inputs, config, context=ctx, stream_mode="values"):
+                last = chunk
+    except TimeoutError:
+        notes.append(
+            f"{loop}: stopped by the {ctx.loop_timeout_s:g} s timeout; kept what it had found"
+        )
+    records, calls = _harvest(last.get("messages", []), loop)
+    turns = int(last.get("turns", 0))
+    if turns >= ctx.max_turns:
+        notes.append(f"{loop}: cut at the {ctx.max_turns}-turn limit")
+    return records, calls, notes, turns
+
+
+# ----------------------------------------------------------------------------- fixed plan (no LLM)
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def run_fixed_plan(
+    ctx: Context, plan: RetrievalPlan
+) -> tuple[list[Record], list[Record], list[str]]:
+    """Execute the plan's steps through the same tool operations the LLM would use."""
+    store = ctx.memory()
+    records: list[Record] = []
+    calls: list[Record] = []
+    notes: list[str] = []
+    for step in plan.steps[: ctx.max_turns * 2]:
+        args = dict(step.args)
+        try:
+            if step.tool == "search_entity":
+                result = ops.search_entity(store, args.get("name", ""))
+            elif step.tool == "get_relationships":
+                entity_id = args.get("entity_id")
+                if not entity_id and args.get("entity_name"):
+                    entity = store.find_entity(args["entity_name"])
+                    entity_id = entity.id if entity else None
+                if not entity_id:
+                    continue
+                result = ops.get_relationships(store, entity_id)
+            elif step.tool == "search_facts":
+                result = ops.search_facts(store, args.get("query", ""))
+            elif step.tool == "search_events":
+                result = ops.search_events(
+                    store, args.get("query", ""), days=_int_or_none(args.get("days"))
+                )
+            elif step.tool == "search_processes":
+                result = ops.search_processes(store, args.get("query", ""))
+            elif step.tool == "get_instructions":
+                result = ops.get_instructions(store, topic=args.get("topic") or args.get("query"))
+            else:
+                continue
+        except StoreError as exc:
+            calls.append(
+                {
+                    "loop": "retrieve_loop",
+                    "tool": step.tool,
+                    "args": args,
+                    "status": "error",
+                    "result": str(exc),
+                }
+            )
+            continue
+        records.extend(result.records)
+        calls.append(
+            {
+                "loop": "retrieve_loop",
+                "tool": step.tool,
+                "args": args,
+                "status": "success",
+                "result": result.text[:2000],
+            }
+        )
+    return records, calls, notes
+
+
+# ----------------------------------------------------------------------------- graph nodes
+
+
+@timed("retrieve_loop")
+async def retrieve_loop(
+    state: PipelineState, runtime: Runtime[Context], config: RunnableConfig
+) -> dict[str, Any]:
+    """L2 retrieve loop: the LLM picks tools and stops early when it has enough; offline, a fixed plan."""
+    ctx = runtime.context
+    classification = state.get("classification") or Classification()
+    plan = state.get("plan") or RetrievalPlan(complexity="SIMPLE_FACT")
+    if not classification.operations.retrieve:
+        return {"notes": ["retrieve_loop: L1 said nothing to retrieve"]}
+    if ctx.l2_model is None:
+        records, calls, notes = await asyncio.to_thread(run_fixed_plan, ctx, plan)
+        return {"retrieved": records, "tool_calls": calls, "notes": notes}
+    task = prompts.RETRIEVE_TASK.format(
+        prompt=state.get("prompt", ""),
+        complexity=plan.complexity,
+        plan=json.dumps([s.model_dump() for s in plan.steps]),
+        entities=", ".join(e.name for e in classification.entities) or "none",
+    )
+    try:
+        records, calls, notes, _ = await run_loop(
+            retrieve_subgraph,
+            "retrieve_loop",
+            task,
+            prompts.RETRIEVE_SYSTEM,
+            state.get("prompt", ""),
+            ctx,
+            config,
+        )
+    except Exception as exc:  # LLM down: the fixed plan still finds what it can
+        records, calls, notes = await asyncio.to_thread(run_fixed_plan, ctx, plan)
+        notes = [
+            f"retrieve_loop: LLM failed ({type(exc).__name__}: {exc}); ran the fixed plan",
+            *notes,
+        ]
+    return {"retrieved": records, "tool_calls": calls, "notes": notes}
+
+
+def _stored_from(records: list[Record]) -> tuple[list[Record], list[str]]:
+    stored = [r for r in records if r.get("via") in ("store_memory", "supersede_memory")]
+    superseded = [str(r["supersedes"]) for r in stored if r.get("supersedes")]
+    return stored, superseded
+
+
+@timed("store_loop")
+async def store_loop(
+    state: PipelineState, runtime: Runtime[Context], config: RunnableConfig
+) -> dict[str, Any]:
+    """L2 store loop: the LLM stores the filtered items with edges; offline, force_store does the work."""
+    ctx = runtime.context
+    storage = state.get("storage") or StorageDecision(store=False)
+    instructions = state.get("instructions") or []
+    if ctx.read_only or ctx.l2_model is None or not (storage.items or instructions):
+        return {}
+    task = prompts.STORE_TASK.format(
+        prompt=state.get("prompt", ""),
+        items="\n".join(f"- {i.model_dump_json()}" for i in storage.items) or "(none)",
+        instructions="\n".join(f"- {i.model_dump_json()}" for i in instructions) or "(none)",
+    )
+    try:
+        records, calls, notes, _ = await run_loop(
+            store_subgraph,
+            "store_loop",
+            task,
+            prompts.STORE_SYSTEM,
+            state.get("prompt", ""),
+            ctx,
+            config,
+        )
+    except Exception as exc:
+        return {
+            "notes": [
+                f"store_loop: LLM failed ({type(exc).__name__}: {exc}); force_store takes over"
+            ]
+        }
+    stored, superseded = _stored_from(records)
+    return {"stored": stored, "superseded": superseded, "tool_calls": calls, "notes": notes}

@@ -1,0 +1,113 @@
+"""The three deterministic safety nets between the retrieve loop and assembly (no LLM).
+
+1. Instruction pre-fetch: embedding search over instructions, 10x candidates, deduplicated by normalised
+   entity names (so bulk templates like "Bill <client> quarterly" cannot flood), top 15.
+2. Broad embedding fallback: pure cosine search across all node types.
+3. Global instruction auto-inject: instructions with scope >= 0.8 and cosine > 0.15, given a score floor of
+   0.6 so they compete with bulk noise in ranking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from octygraph.context import Context
+from octygraph.nodes._common import timed
+from octygraph.state import PipelineState, Record
+from octygraph.store import MemoryStore
+from octygraph.tools.ops import to_record
+
+PREFETCH_KEEP = 15
+PREFETCH_FACTOR = 10
+BROAD_FALLBACK_LIMIT = 20
+GLOBAL_SCOPE_MIN = 0.8
+GLOBAL_COSINE_MIN = 0.15
+GLOBAL_SCORE_FLOOR = 0.6
+GLOBAL_LIMIT = 10
+
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'&.-]*(?:\s+[A-Z][\w'&.-]*)*")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def template_key(content: str) -> str:
+    """The instruction with names and numbers blanked: look-alike templates share a key."""
+    text = _NAME.sub("<name>", content.strip())
+    text = _NUMBER.sub("<n>", text)
+    return re.sub(r"\s+", " ", text).casefold()
+
+
+def _nets(store: MemoryStore, prompt: str) -> tuple[list[Record], dict[str, int]]:
+    qvec = store.embed_query(prompt)
+    records: list[Record] = []
+    counts: dict[str, int] = {}
+
+    # 1. Instruction pre-fetch.
+    seen_keys: set[str] = set()
+    prefetch = 0
+    for hit in store.search(
+        prompt,
+        types=["instruction"],
+        limit=PREFETCH_KEEP * PREFETCH_FACTOR,
+        mode="vector",
+        query_vec=qvec,
+    ):
+        key = template_key(hit.node.content)
+        if key in seen_keys:
+            continue
+        seen_keys.add(key)
+        records.append(to_record(hit.node, "safety_net:instruction_prefetch", cosine=hit.cosine))
+        prefetch += 1
+        if prefetch >= PREFETCH_KEEP:
+            break
+    counts["instruction_prefetch"] = prefetch
+
+    # 2. Broad embedding fallback over every type.
+    broad = store.search(prompt, limit=BROAD_FALLBACK_LIMIT, mode="vector", query_vec=qvec)
+    records += [to_record(h.node, "safety_net:broad_fallback", cosine=h.cosine) for h in broad]
+    counts["broad_fallback"] = len(broad)
+
+    # 3. Global instructions, low relevance bar, score floor.
+    global_hits = [
+        h
+        for h in store.search(
+            prompt, types=["instruction"], limit=200, mode="vector", query_vec=qvec
+        )
+        if (h.node.scope or 0) >= GLOBAL_SCOPE_MIN and h.cosine > GLOBAL_COSINE_MIN
+    ][:GLOBAL_LIMIT]
+    records += [
+        to_record(
+            h.node, "safety_net:global_instruction", cosine=h.cosine, score_floor=GLOBAL_SCORE_FLOOR
+        )
+        for h in global_hits
+    ]
+    counts["global_instructions"] = len(global_hits)
+    return records, counts
+
+
+@timed("safety_nets")
+async def safety_nets(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Add what the loop may have missed: relevant instructions, broad matches, global rules."""
+    prompt = state.get("prompt", "")
+    classification = state.get("classification")
+    if not prompt.strip() or (
+        classification is not None and not classification.operations.retrieve
+    ):
+        return {}
+    records, counts = await asyncio.to_thread(_nets, runtime.context.memory(), prompt)
+    summary = ", ".join(f"{k}={v}" for k, v in counts.items())
+    return {
+        "retrieved": records,
+        "tool_calls": [
+            {
+                "loop": "safety_nets",
+                "tool": "safety_nets",
+                "args": {},
+                "status": "success",
+                "result": summary,
+            }
+        ],
+    }

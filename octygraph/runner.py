@@ -1,0 +1,226 @@
+"""Running the graph: one prompt end to end, traces, and replay from a checkpoint.
+
+Used by the CLI, the Claude Code hooks and notebooks. Compiles `build_graph()` with the SQLite checkpointer
+(one thread per run, named by the trace id) and writes the run's JSON trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from octygraph.context import Context
+from octygraph.graph import build_graph
+from octygraph.llm.usage import UsageTracker
+from octygraph.persistence import open_checkpointer
+from octygraph.settings import Settings
+from octygraph.store import MemoryStore
+from octygraph.traces import load_trace, new_trace_id, to_jsonable, write_trace
+
+
+@dataclass
+class RunOptions:
+    offline: bool = False
+    session_id: str | None = None
+    source: str = "user"
+    today: date | None = None
+    write_trace: bool = True
+    store_only: bool = False
+    """The Stop hook: store what the assistant reported, retrieve nothing."""
+    deadline_s: float | None = None
+    """Wall-clock budget for the whole run (hooks); None waits for the end."""
+
+
+def make_context(
+    settings: Settings,
+    store: MemoryStore,
+    *,
+    offline: bool = False,
+    usage: UsageTracker | None = None,
+    **overrides: Any,
+) -> Context:
+    """The runtime context for a run: the store, chat models (None when offline) and limits."""
+    usage = usage or UsageTracker()
+    l1 = l2 = None
+    if not offline:
+        from octygraph.llm.factory import make_chat_model
+
+        # An LLM set up wrongly (e.g. an expired Wrangler login) raises LLMConfigError, one sentence.
+        l1 = make_chat_model(settings, "l1", usage=usage)
+        l2 = make_chat_model(settings, "l2", usage=usage)
+    return Context(
+        project=settings.project_id,
+        store=store,
+        settings=settings,
+        l1_model=l1,
+        l2_model=l2,
+        usage=usage,
+        max_turns=settings.max_turns,
+        loop_timeout_s=settings.loop_timeout_s,
+        context_budget_chars=settings.context_budget_chars,
+        **overrides,
+    )
+
+
+def _mode(ctx: Context, settings: Settings) -> str:
+    return "offline" if ctx.offline else settings.layer2_model
+
+
+def result_json(
+    trace_id: str, values: dict[str, Any], mode: str, usage: dict[str, Any]
+) -> dict[str, Any]:
+    """The `run --json` contract of DESIGN.md."""
+    classification = values.get("classification")
+    ops = classification.operations if classification is not None else None
+    return {
+        "trace_id": trace_id,
+        "context": values.get("context", ""),
+        "sections": to_jsonable(values.get("sections") or {}),
+        "operations": {"retrieve": bool(ops and ops.retrieve), "store": bool(ops and ops.store)},
+        "stored": [
+            {"id": r["id"], "type": r["type"], "subtype": r.get("subtype"), "content": r["content"]}
+            for r in values.get("stored") or []
+        ],
+        "superseded": list(dict.fromkeys(values.get("superseded") or [])),
+        "mode": mode,
+        "timings_ms": dict(values.get("timings_ms") or {}),
+        "usage": usage,
+    }
+
+
+async def run_prompt(
+    prompt: str,
+    settings: Settings,
+    store: MemoryStore,
+    options: RunOptions | None = None,
+    *,
+    context: Context | None = None,
+) -> dict[str, Any]:
+    """Run the whole pipeline on one prompt; returns the `run --json` object (and writes the trace)."""
+    options = options or RunOptions()
+    started = time.perf_counter()
+    trace_id = new_trace_id()
+    ctx = context or make_context(
+        settings,
+        store,
+        offline=options.offline,
+        session_id=options.session_id,
+        source=options.source,
+        today=options.today,
+        store_only=options.store_only,
+    )
+    config: RunnableConfig = {
+        "configurable": {"thread_id": trace_id},
+        "run_name": "octygraph",
+        "tags": ["octygraph", "offline" if ctx.offline else "llm"],
+        "metadata": {"project": settings.project_id, "session_id": options.session_id or ""},
+    }
+    inputs: dict[str, Any] = {"prompt": prompt}
+    partial: dict[str, Any] = {}
+    timed_out = False
+    async with open_checkpointer(settings.paths.checkpoints) as saver:
+        graph = build_graph().compile(checkpointer=saver, name="octygraph")
+        try:
+            async with asyncio.timeout(options.deadline_s):
+                async for update in graph.astream(
+                    inputs, config, context=ctx, durability="async", stream_mode="updates"
+                ):
+                    for delta in update.values():
+                        if isinstance(delta, dict):
+                            partial.update(
+                                {k: delta[k] for k in ("assembled", "context") if k in delta}
+                            )
+        except TimeoutError:
+            timed_out = True
+        values = dict((await graph.aget_state(config)).values)
+    if timed_out:
+        # Whatever the finished stages produced still goes out: curated if it got that far, else assembled.
+        values["context"] = partial.get("context") or partial.get("assembled") or ""
+        values["notes"] = [
+            *(values.get("notes") or []),
+            f"run: stopped by the {options.deadline_s:g} s budget; used what was ready",
+        ]
+    timings = dict(values.get("timings_ms") or {})
+    timings["total"] = round((time.perf_counter() - started) * 1000, 2)
+    values["timings_ms"] = timings
+    usage = ctx.usage.to_dict() if ctx.usage else {}
+    result = result_json(trace_id, values, _mode(ctx, settings), usage)
+    if options.write_trace:
+        trace = {
+            **result,
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "project": settings.project_id,
+            "session_id": options.session_id,
+            "source": options.source,
+            "prompt": prompt,
+            "classification": values.get("classification"),
+            "l1_raw": values.get("l1_raw") or [],
+            "plan": values.get("plan"),
+            "storage": values.get("storage"),
+            "instructions": values.get("instructions") or [],
+            "tool_calls": values.get("tool_calls") or [],
+            "retrieved_count": len(values.get("retrieved") or []),
+            "assembled": values.get("assembled", ""),
+            "flags": values.get("flags") or [],
+            "notes": values.get("notes") or [],
+        }
+        write_trace(
+            settings.paths.debug_dir,
+            {k: settings.redact(v) if isinstance(v, str) else v for k, v in trace.items()},
+        )
+    return result
+
+
+async def replay(
+    trace_id: str, settings: Settings, store: MemoryStore, *, offline: bool = True
+) -> dict[str, Any]:
+    """Re-run assembly and curation from the run's stored checkpoint (nothing is written to memory).
+
+    Returns the replayed context beside the original one.
+    """
+    trace = load_trace(settings.paths.debug_dir, trace_id)
+    thread_id = trace["trace_id"]
+    ctx = make_context(settings, store, offline=offline, read_only=True)
+    async with open_checkpointer(settings.paths.checkpoints) as saver:
+        graph = build_graph().compile(checkpointer=saver, name="octygraph")
+        base: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        history = [s async for s in graph.aget_state_history(base)]
+        # Oldest checkpoint that is about to run `assemble`: retrieval results are in it, assembly is not.
+        start = next((s for s in reversed(history) if "assemble" in s.next), None)
+        if start is None:
+            from octygraph.traces import TraceNotFound
+
+            raise TraceNotFound(
+                f"No stored checkpoint for trace {thread_id}; it cannot be replayed."
+            )
+        await graph.ainvoke(None, start.config, context=ctx)
+        latest = await graph.aget_state(base)
+    return {
+        "trace_id": thread_id,
+        "from_checkpoint": start.config["configurable"].get("checkpoint_id"),
+        "original_context": trace.get("context", ""),
+        "context": latest.values.get("context", ""),
+        "same": latest.values.get("context", "") == trace.get("context", ""),
+    }
+
+
+async def checkpoint_steps(settings: Settings, trace_id: str) -> list[dict[str, Any]]:
+    """The run's checkpoint history, oldest first: step and which nodes were about to run."""
+    async with open_checkpointer(settings.paths.checkpoints) as saver:
+        graph = build_graph().compile(checkpointer=saver)
+        history = [
+            s async for s in graph.aget_state_history({"configurable": {"thread_id": trace_id}})
+        ]
+    return [
+        {
+            "step": s.metadata.get("step") if s.metadata else None,
+            "next": list(s.next),
+            "checkpoint_id": s.config["configurable"].get("checkpoint_id"),
+        }
+        for s in reversed(history)
+    ]

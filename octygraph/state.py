@@ -1,0 +1,72 @@
+"""Graph state: what flows between nodes and is checkpointed.
+
+Keys written by both branches (the retrieve half and the store half run in the same superstep) carry
+reducers; everything else is written by exactly one node.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any
+
+from typing_extensions import TypedDict
+
+from octygraph.models import (
+    Classification,
+    ExtractedInstruction,
+    RetrievalPlan,
+    StorageDecision,
+)
+
+
+def merge_dicts(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+    """Reducer for per-stage maps (timings, notes) written by parallel nodes."""
+    return {**(left or {}), **(right or {})}
+
+
+Record = dict[str, Any]
+"""A retrieved memory: id, type, subtype, content, scope, salience, valid_from, created_at, via, ..."""
+
+
+class InputState(TypedDict, total=False):
+    """What a caller passes in."""
+
+    prompt: str
+    """The user's message (or, for the Stop hook, the assistant's report)."""
+
+
+class OutputState(TypedDict, total=False):
+    """What a caller gets back."""
+
+    context: str
+    """The exact text to inject; empty when nothing relevant was found."""
+    sections: dict[str, list[Record]]
+    stored: list[Record]
+    superseded: list[str]
+    flags: list[Record]
+    timings_ms: dict[str, float]
+
+
+class PipelineState(InputState, total=False):
+    """The whole state of one run."""
+
+    context: str
+    sections: dict[str, list[Record]]
+    classification: Classification
+    l1_raw: list[str]
+    """Raw L1 replies (LLM path), for the trace."""
+    plan: RetrievalPlan
+    storage: StorageDecision
+    instructions: list[ExtractedInstruction]
+    retrieved: Annotated[list[Record], operator.add]
+    """Records found by the retrieve loop and the safety nets."""
+    tool_calls: Annotated[list[Record], operator.add]
+    """Every tool call of both loops: tool, args, result summary, loop."""
+    stored: Annotated[list[Record], operator.add]
+    superseded: Annotated[list[str], operator.add]
+    flags: Annotated[list[Record], operator.add]
+    notes: Annotated[list[str], operator.add]
+    """Why something degraded (timeouts, parse failures, fallbacks)."""
+    timings_ms: Annotated[dict[str, float], merge_dicts]
+    assembled: str
+    """The ranked, budgeted context before curation."""

@@ -1,0 +1,140 @@
+"""Writing memories safely: the store loop's tools and the force-store path share this.
+
+Before anything is written: secrets are redacted, injection text ("ignore previous instructions", "you are
+now...") is refused, and the content must be grounded in what the user said (seed 003's grounding test).
+A near-duplicate of a current memory is not stored twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from octygraph.heuristics.safety import is_grounded, looks_like_injection, redact_secrets
+from octygraph.models import DEFAULT_SUBTYPE, SUBTYPES
+from octygraph.store import MemoryStore, StoreError
+from octygraph.tools.ops import ToolResult, to_record
+
+DUPLICATE_COSINE = 0.95
+"""Above this similarity to a current memory of the same type, a new one is a duplicate."""
+
+
+class Refused(StoreError):
+    """A write that the safety checks turned down; the message says why (the model reads it)."""
+
+
+def _subtype(node_type: str, subtype: str | None) -> str | None:
+    allowed = SUBTYPES.get(node_type, ())
+    if not allowed:
+        return None
+    if subtype in allowed:
+        return subtype
+    return DEFAULT_SUBTYPE.get(node_type)
+
+
+def check_content(content: str, grounding_text: str | None) -> str:
+    """Return the content to store (secrets redacted) or raise `Refused`."""
+    if not content or not content.strip():
+        raise Refused("Nothing stored: the content is empty.")
+    clean, _ = redact_secrets(content.strip())
+    if looks_like_injection(clean):
+        raise Refused("Nothing stored: the text reads like an instruction injection, not a memory.")
+    if grounding_text is not None and not is_grounded(clean, grounding_text):
+        raise Refused(
+            "Nothing stored: the content is not grounded in what the user said; "
+            "use the user's own words."
+        )
+    return clean
+
+
+def resolve_entities(
+    store: MemoryStore, entity_ids: Sequence[str] = (), entity_names: Sequence[str] = ()
+) -> list[str]:
+    """Valid entity ids: given ids that exist, plus names found or created."""
+    ids: list[str] = []
+    for entity_id in entity_ids:
+        node = store.get_node(entity_id)
+        if node is None:
+            raise StoreError(f"No entity with id {entity_id!r}; call search_entity to get ids.")
+        ids.append(node.id)
+    for name in entity_names:
+        if name and name.strip():
+            ids.append(store.ensure_entity(name.strip())[0].id)
+    return list(dict.fromkeys(ids))
+
+
+def store_memory(
+    store: MemoryStore,
+    *,
+    node_type: str,
+    content: str,
+    grounding_text: str | None,
+    subtype: str | None = None,
+    valid_from: str | None = None,
+    entity_ids: Sequence[str] = (),
+    entity_names: Sequence[str] = (),
+    edge_type: str = "about",
+    salience: float = 1.0,
+    source: str = "user",
+    scope: float | None = None,
+    related_ids: Sequence[str] = (),
+) -> ToolResult:
+    """Create one memory with edges to its entities, after the safety checks."""
+    if node_type not in SUBTYPES:
+        raise StoreError(
+            f"Unknown type {node_type!r}; use entity, fact, event, opinion, instruction or plan."
+        )
+    clean = check_content(content, grounding_text)
+    if node_type == "entity":
+        node, created = store.ensure_entity(clean, _subtype("entity", subtype))
+        verb = "Stored entity" if created else "Entity already stored"
+        return ToolResult(
+            f"{verb} [{node.id}] {node.content}",
+            [to_record(node, "store_memory")] if created else [],
+        )
+    duplicate = store.search(clean, types=[node_type], limit=1, mode="vector")
+    if duplicate and duplicate[0].cosine >= DUPLICATE_COSINE:
+        existing = duplicate[0].node
+        return ToolResult(
+            f"Already stored as [{existing.id}] {existing.content}; nothing new written."
+        )
+    ids = resolve_entities(store, entity_ids, entity_names)
+    related = [r for r in related_ids if store.get_node(r) is not None]
+    node = store.add_node(
+        node_type,
+        clean,
+        subtype=_subtype(node_type, subtype),
+        valid_from=valid_from,
+        entity_ids=ids,
+        edge_type=edge_type or "about",
+        salience=salience,
+        source=source,
+        scope=scope,
+        related_ids=related,
+    )
+    return ToolResult(
+        f"Stored [{node.id}] ({node.node_type}) {node.content}", [to_record(node, "store_memory")]
+    )
+
+
+def supersede_memory(
+    store: MemoryStore,
+    *,
+    old_id: str,
+    new_content: str,
+    grounding_text: str | None,
+    source: str = "user",
+) -> ToolResult:
+    """Replace an old memory with corrected content; edges are carried over."""
+    clean = check_content(new_content, grounding_text)
+    old = store.get_node(old_id)
+    if old is None:
+        raise StoreError(
+            f"No memory with id {old_id!r}; use search_facts to find the one to replace."
+        )
+    if old.superseded_by:
+        raise StoreError(f"Memory {old_id} was already replaced by {old.superseded_by}.")
+    new = store.supersede(old_id, clean, source=source)
+    return ToolResult(
+        f"Replaced [{old.id}] with [{new.id}] {new.content}",
+        [to_record(new, "supersede_memory", supersedes=old.id)],
+    )

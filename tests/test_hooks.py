@@ -1,0 +1,227 @@
+"""The Claude Code hooks as Claude Code runs them: a new process, JSON on stdin, exit 0 always."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import cli_json, run_cli
+
+HOOK_BUDGET = "6"
+
+
+def prompt_payload(prompt: str, cwd: Path, session: str = "sess-1") -> str:
+    return json.dumps(
+        {
+            "session_id": session,
+            "transcript_path": str(cwd / "t.jsonl"),
+            "cwd": str(cwd),
+            "permission_mode": "default",
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": prompt,
+        }
+    )
+
+
+def hook(event: str, stdin: str | bytes, **env: str) -> tuple[int, str, float]:
+    started = time.monotonic()
+    result = run_cli("hook", event, input=stdin, env={"OCTY_HOOK_BUDGET_S": HOOK_BUDGET, **env})
+    return result.returncode, result.stdout, time.monotonic() - started
+
+
+def test_prompt_hook_injects_stored_memory(home: Path) -> None:
+    cwd = Path.cwd()
+    cli_json(
+        "memory",
+        "add",
+        "Peter handles the Anderson account",
+        "--entity",
+        "Peter",
+        "--entity",
+        "Anderson",
+        "--json",
+    )
+    code, out, _ = hook("prompt", prompt_payload("Who handles Anderson?", cwd))
+    assert code == 0
+    data = json.loads(out)
+    assert data["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert "Peter handles the Anderson account" in data["hookSpecificOutput"]["additionalContext"]
+    assert len(data["hookSpecificOutput"]["additionalContext"]) < 10_000
+
+
+def test_prompt_hook_stores_and_manifest_lists_it(home: Path) -> None:
+    cwd = Path.cwd()
+    code, _, _ = hook(
+        "prompt", prompt_payload("Maria owns the billing service", cwd, session="s-42")
+    )
+    assert code == 0
+    listed = cli_json("memory", "manifest", "--session", "s-42", "--json")
+    assert any(e["content"] == "Maria owns the billing service" for e in listed)
+    # Forgetting the session removes exactly its memories.
+    result = run_cli("memory", "manifest", "--session", "s-42", "--delete")
+    assert result.returncode == 0, result.stderr
+    assert cli_json("search", "billing service owner", "--json") == [] or all(
+        h["content"] != "Maria owns the billing service"
+        for h in cli_json("search", "billing", "--json")
+    )
+
+
+def test_slash_commands_and_non_human_prompts_are_skipped(home: Path) -> None:
+    cwd = Path.cwd()
+    for prompt in ("/octybot memory list", "<task-notification>done</task-notification>"):
+        code, out, _ = hook("prompt", prompt_payload(prompt, cwd))
+        assert code == 0 and out == ""
+    assert not (home / "projects" / "proj" / "memory" / "memory.db").exists()
+
+
+def test_bad_stdin_always_exits_zero_within_budget(home: Path) -> None:
+    cwd = Path.cwd()
+    cases: list[str | bytes] = [
+        "",
+        "garbage {{{",
+        b"\xff\xfe\x00\x01binary\x00" * 100,
+        "x" * 1_000_000,
+        json.dumps([1, 2, 3]),
+        prompt_payload("A" * 1_000_000, cwd),
+    ]
+    for stdin in cases:
+        code, out, elapsed = hook("prompt", stdin)
+        assert code == 0
+        assert elapsed < float(HOOK_BUDGET) + 10
+        if out:
+            json.loads(out)
+
+
+def test_missing_or_corrupt_database_exits_zero(home: Path, tmp_path: Path) -> None:
+    cwd = Path.cwd()
+    corrupt = tmp_path / "corrupt.db"
+    corrupt.write_bytes(b"not a database" * 1000)
+    code, out, _ = hook(
+        "prompt", prompt_payload("Who handles Anderson?", cwd), DB_PATH=str(corrupt)
+    )
+    assert code == 0 and out == ""
+    assert corrupt.read_bytes().startswith(b"not a database")
+    traces = list((home / "projects" / "proj" / "memory" / "debug").glob("*.json"))
+    assert any("not an octygraph database" in t.read_text() for t in traces)
+    code, out, _ = hook(
+        "prompt",
+        prompt_payload("Who handles Anderson?", cwd),
+        DB_PATH=str(tmp_path / "nowhere" / "missing.db"),
+    )
+    assert code == 0
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_unreachable_llm_degrades_to_offline_context(home: Path) -> None:
+    cwd = Path.cwd()
+    cli_json(
+        "memory",
+        "add",
+        "Always run the tests before deploying",
+        "--type",
+        "instruction",
+        "--subtype",
+        "rule",
+        "--scope",
+        "1.0",
+        "--json",
+    )
+    code, out, elapsed = hook(
+        "prompt",
+        prompt_payload("I'm about to deploy the API", cwd),
+        OCTY_LLM_BASE_URL=f"http://127.0.0.1:{_closed_port()}/v1",
+        OCTY_LLM_API_KEY="k",
+    )
+    assert code == 0
+    assert elapsed < float(HOOK_BUDGET) + 10
+    assert (
+        "Always run the tests before deploying"
+        in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    )
+
+
+def test_stop_hook_stores_assistant_report(home: Path) -> None:
+    cwd = Path.cwd()
+    payload = json.dumps(
+        {
+            "session_id": "s-stop",
+            "cwd": str(cwd),
+            "hook_event_name": "Stop",
+            "stop_hook_active": False,
+            "last_assistant_message": "I migrated the billing service to Postgres 16 and updated the deploy script.",
+        }
+    )
+    code, out, _ = hook("stop", payload)
+    assert code == 0 and out == ""
+    listed = cli_json("memory", "manifest", "--session", "s-stop", "--json")
+    assert listed and all(e["source"] == "claude" for e in listed)
+    assert any("Postgres 16" in e["content"] for e in listed)
+    active = json.dumps(
+        {
+            "session_id": "s2",
+            "cwd": str(cwd),
+            "stop_hook_active": True,
+            "last_assistant_message": "I deleted the staging database.",
+        }
+    )
+    code, out, _ = hook("stop", active)
+    assert code == 0 and out == ""
+    assert cli_json("memory", "manifest", "--session", "s2", "--json") == []
+
+
+class _Collector(BaseHTTPRequestHandler):
+    received: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        _Collector.received.append(
+            {"path": self.path, "auth": self.headers.get("authorization"), "body": json.loads(body)}
+        )
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_usage_is_posted_after_a_hook_run(home: Path) -> None:
+    cwd = Path.cwd()
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "device.json").write_text(json.dumps({"token": "dev-token-1"}))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        code, _, _ = hook(
+            "prompt", prompt_payload("Maria owns the billing service", cwd), WORKER_URL=url
+        )
+        assert code == 0
+        deadline = time.monotonic() + 15
+        while not _Collector.received and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _Collector.received, "the detached usage report never arrived"
+        got = _Collector.received[0]
+        assert got["path"] == "/usage" and got["auth"] == "Bearer dev-token-1"
+        assert got["body"]["project"] == "proj"
+    finally:
+        server.shutdown()
+    # A dead server changes nothing for the user.
+    code, out, _ = hook(
+        "prompt",
+        prompt_payload("Who owns billing?", cwd),
+        WORKER_URL=f"http://127.0.0.1:{_closed_port()}",
+    )
+    assert code == 0 and "billing" in out
+    assert os.environ.get("WORKER_URL") is None

@@ -1,0 +1,366 @@
+"""The LLM path with scripted chat models, and once through the real ChatOpenAI client on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+
+from octygraph import prompts
+from octygraph.context import Context
+from octygraph.llm.usage import UsageTracker
+from octygraph.models import (
+    Classification,
+    EntityMention,
+    InstructionList,
+    Operations,
+    ReconcileJudgement,
+    RetrievalPlan,
+    SearchStep,
+    StorageDecision,
+    StorageItem,
+)
+from octygraph.runner import RunOptions, make_context, run_prompt
+from octygraph.settings import Settings
+from octygraph.store import MemoryStore
+from tests.fakes import ParseFailure, ScriptedChatModel, tool_calls_message
+from tests.llm_server import openai_server, text_reply, tool_reply
+
+
+def _system(messages: list[BaseMessage]) -> str:
+    return str(messages[0].content) if messages and isinstance(messages[0], SystemMessage) else ""
+
+
+def _is(messages: list[BaseMessage], system_prompt: str) -> bool:
+    return _system(messages).startswith(system_prompt[:60])
+
+
+def _last_tool(messages: list[BaseMessage]) -> ToolMessage | None:
+    return messages[-1] if isinstance(messages[-1], ToolMessage) else None
+
+
+class Brain:
+    """Answers every LLM call of one run by looking at which prompt it is (calls run in parallel)."""
+
+    def __init__(self, **answers: Any) -> None:
+        self.answers = answers
+        self.seen: list[str] = []
+
+    def __call__(self, messages: list[BaseMessage]) -> Any:
+        for key, system in (
+            ("classify", prompts.CLASSIFY_SYSTEM),
+            ("plan", prompts.PLAN_SYSTEM),
+            ("filter", prompts.FILTER_SYSTEM),
+            ("instructions", prompts.INSTRUCTIONS_SYSTEM),
+            ("retrieve", prompts.RETRIEVE_SYSTEM),
+            ("store", prompts.STORE_SYSTEM),
+            ("curate", prompts.CURATE_SYSTEM),
+            ("reconcile", prompts.RECONCILE_SYSTEM),
+        ):
+            if _is(messages, system):
+                self.seen.append(key)
+                answer = self.answers.get(key)
+                if answer is None:
+                    raise AssertionError(f"unexpected {key} call")
+                return answer(messages) if callable(answer) else answer
+        raise AssertionError(f"unknown prompt: {_system(messages)[:80]}")
+
+
+def scripted(brain: Brain) -> ScriptedChatModel:
+    return ScriptedChatModel(itertools.repeat(brain))
+
+
+def run(
+    store: MemoryStore, prompt: str, model: ScriptedChatModel, **ctx_overrides: Any
+) -> dict[str, Any]:
+    settings = Settings.from_env()
+    usage = UsageTracker()
+    ctx = Context(
+        project=settings.project_id,
+        store=store,
+        settings=settings,
+        l1_model=model,
+        l2_model=model,
+        usage=usage,
+        **ctx_overrides,
+    )
+
+    async def timed() -> dict[str, Any]:
+        # Timed inside the loop: a tool thread cut by the timeout may still be sleeping afterwards.
+        started = time.monotonic()
+        result = await run_prompt(prompt, settings, store, RunOptions(), context=ctx)
+        return {**result, "elapsed_s": time.monotonic() - started}
+
+    return asyncio.run(timed())
+
+
+def trace_of(result: dict[str, Any]) -> dict[str, Any]:
+    debug = Settings.from_env().paths.debug_dir
+    return json.loads((debug / f"{result['trace_id']}.json").read_text())
+
+
+def curate_copy(messages: list[BaseMessage]) -> str:
+    """Copy verbatim every record line that mentions Anderson."""
+    body = str(messages[-1].content)
+    lines = [line[2:] for line in body.splitlines() if line.startswith("- ") and "Anderson" in line]
+    return "\n".join(lines) or "NO_RELEVANT_RECORDS"
+
+
+ASK = Classification(
+    entities=[EntityMention(name="Anderson", kind="account")],
+    intents=["information"],
+    operations=Operations(retrieve=True, store=False),
+)
+
+
+def retrieve_agent(messages: list[BaseMessage]) -> AIMessage:
+    last = _last_tool(messages)
+    if last is None:
+        return tool_calls_message(("search_entity", {"name": "Anderson"}))
+    if last.name == "search_entity":
+        return tool_calls_message(("search_facts", {"query": "who handles Anderson"}))
+    return tool_calls_message(("done", {}))
+
+
+def test_retrieve_path_with_tools_and_curation(home: Path, store: MemoryStore) -> None:
+    anderson = store.add_node("entity", "Anderson", subtype="account")
+    store.add_node("fact", "Peter handles the Anderson account", entity_ids=[anderson.id])
+    store.add_node("fact", "The office coffee machine is broken")
+    brain = Brain(
+        classify=ASK,
+        plan=RetrievalPlan(
+            complexity="ENTITY_LOOKUP",
+            steps=[SearchStep(tool="search_entity", args={"name": "Anderson"})],
+        ),
+        filter=StorageDecision(store=False),
+        instructions=InstructionList(),
+        retrieve=retrieve_agent,
+        curate=curate_copy,
+    )
+    result = run(store, "Who handles Anderson?", scripted(brain))
+    assert "Peter handles the Anderson account" in result["context"]
+    assert "coffee" not in result["context"]
+    assert result["stored"] == []
+    trace = trace_of(result)
+    tools = [c["tool"] for c in trace["tool_calls"] if c["loop"] == "retrieve_loop"]
+    assert tools == ["search_entity", "search_facts"]
+    assert brain.seen.count("retrieve") == 3  # two tool turns, then done
+    assert "store" not in brain.seen  # nothing to store: the store loop made no call
+    usage = result["usage"]
+    for layer in ("l1", "l2", "curation"):
+        assert usage[layer]["calls"] >= 1 and usage[layer]["input_tokens"] > 0
+
+
+def store_agent(messages: list[BaseMessage]) -> AIMessage:
+    last = _last_tool(messages)
+    if last is None:
+        return tool_calls_message(("search_entity", {"name": "Lisa"}))
+    if last.name == "search_entity":
+        return tool_calls_message(
+            ("store_memory", {"type": "fact", "content": "Lisa handles the Zephyr account"}),
+            ("store_memory", {"type": "fact", "content": "Lisa is the chief executive of Google"}),
+        )
+    return tool_calls_message(("done", {"stored_count": 1}))
+
+
+def test_store_loop_stores_grounded_items_only(home: Path, store: MemoryStore) -> None:
+    brain = Brain(
+        classify=Classification(
+            entities=[EntityMention(name="Lisa", kind="person")],
+            operations=Operations(retrieve=True, store=True),
+        ),
+        plan=RetrievalPlan(complexity="SIMPLE_FACT", steps=[]),
+        filter=StorageDecision(
+            store=True,
+            items=[
+                StorageItem(
+                    type="fact", content="Lisa handles the Zephyr account", entities=["Lisa"]
+                )
+            ],
+        ),
+        instructions=InstructionList(),
+        retrieve=tool_calls_message(("done", {})),
+        store=store_agent,
+        curate="NO_RELEVANT_RECORDS",
+    )
+    result = run(store, "Lisa handles the Zephyr account", scripted(brain))
+    assert [s["content"] for s in result["stored"]] == ["Lisa handles the Zephyr account"]
+    trace = trace_of(result)
+    store_calls = [c for c in trace["tool_calls"] if c["loop"] == "store_loop"]
+    refused = [c for c in store_calls if c["status"] == "error"]
+    assert refused and "not grounded" in refused[0]["result"]
+    assert not any(c["loop"] == "force_store" for c in trace["tool_calls"])
+    assert not store.search("chief executive of Google", types=["fact"], min_cosine=0.6)
+
+
+@pytest.mark.parametrize("verdict", ["SUPERSEDES", "CONTRADICTION"])
+def test_reconciliation_verdicts(home: Path, store: MemoryStore, verdict: str) -> None:
+    old = store.add_node(
+        "instruction", "Peter approves all production deploys", subtype="rule", scope=1.0
+    )
+    prompt = "From now on Lisa approves all production deploys instead of Peter"
+    brain = Brain(
+        classify=Classification(operations=Operations(retrieve=False, store=True)),
+        plan=RetrievalPlan(complexity="RULE_PROCESS", steps=[]),
+        filter=StorageDecision(store=False),
+        instructions=InstructionList.model_validate(
+            {
+                "instructions": [
+                    {
+                        "content": prompt,
+                        "pattern": "role_assignment",
+                        "subtype": "rule",
+                        "scope": 1.0,
+                    }
+                ]
+            }
+        ),
+        store=lambda m: (
+            tool_calls_message(
+                (
+                    "store_memory",
+                    {"type": "instruction", "content": prompt, "subtype": "rule", "scope": 1.0},
+                )
+            )
+            if _last_tool(m) is None
+            else tool_calls_message(("done", {"stored_count": 1}))
+        ),
+        reconcile=ReconcileJudgement(verdict=verdict, reason="scripted"),
+    )
+    result = run(store, prompt, scripted(brain))
+    assert "reconcile" in brain.seen
+    current = store.get_node(old.id)
+    assert current is not None  # nothing is ever deleted
+    if verdict == "SUPERSEDES":
+        assert old.id in result["superseded"] and current.superseded_by
+    else:
+        assert current.superseded_by is None
+        trace = trace_of(result)
+        assert trace["flags"][0]["kind"] == "CONTRADICTION"
+        new_id = result["stored"][0]["id"]
+        assert store.get_node(new_id).attributes.get("needs_review") is True  # type: ignore[union-attr]
+
+
+def test_endless_tool_calls_are_cut_at_eight_turns(home: Path, store: MemoryStore) -> None:
+    store.add_node(
+        "instruction", "Always run the tests before deploying", subtype="rule", scope=1.0
+    )
+    brain = Brain(
+        classify=ASK,
+        plan=RetrievalPlan(complexity="SIMPLE_FACT", steps=[]),
+        filter=StorageDecision(store=False),
+        instructions=InstructionList(),
+        retrieve=lambda m: tool_calls_message(("search_facts", {"query": "deploy"})),
+        curate=lambda m: "\n".join(
+            line[2:] for line in str(m[-1].content).splitlines() if line.startswith("- ")
+        ),
+    )
+    result = run(store, "I'm about to deploy the API", scripted(brain))
+    assert brain.seen.count("retrieve") == 8
+    assert "Always run the tests before deploying" in result["context"]  # safety nets still ran
+    assert any("8-turn limit" in n for n in trace_of(result)["notes"])
+
+
+def test_slow_tool_is_cut_by_the_timeout(
+    home: Path, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from octygraph.tools import ops
+
+    store.add_node(
+        "instruction", "Always run the tests before deploying", subtype="rule", scope=1.0
+    )
+    real = ops.search_facts
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ops, "search_facts", slow)
+    brain = Brain(
+        classify=ASK,
+        plan=RetrievalPlan(complexity="SIMPLE_FACT", steps=[]),
+        filter=StorageDecision(store=False),
+        instructions=InstructionList(),
+        retrieve=lambda m: tool_calls_message(("search_facts", {"query": "deploy"})),
+        curate=lambda m: "\n".join(
+            line[2:] for line in str(m[-1].content).splitlines() if line.startswith("- ")
+        ),
+    )
+    result = run(store, "I'm about to deploy the API", scripted(brain), loop_timeout_s=0.5)
+    assert result["elapsed_s"] < 2.5
+    assert "Always run the tests before deploying" in result["context"]
+    assert any("timeout" in n for n in trace_of(result)["notes"])
+
+
+def test_malformed_classification_falls_back(home: Path, store: MemoryStore) -> None:
+    store.add_node("fact", "Peter handles the Anderson account")
+    brain = Brain(
+        classify=ParseFailure("not json"),
+        plan=ParseFailure("nope"),
+        filter=ParseFailure("nope"),
+        instructions=ParseFailure("nope"),
+        retrieve=tool_calls_message(("done", {})),
+        curate=lambda m: "\n".join(
+            line[2:] for line in str(m[-1].content).splitlines() if line.startswith("- ")
+        ),
+    )
+    result = run(store, "Who handles Anderson?", scripted(brain))
+    assert brain.seen.count("classify") == 2  # two failed parses, then the deterministic classifier
+    assert "Peter handles the Anderson account" in result["context"]
+    assert any("deterministic classifier" in n for n in trace_of(result)["notes"])
+
+
+def _openai_router(body: dict[str, Any]) -> Any:
+    system = body["messages"][0]["content"] if body["messages"][0]["role"] == "system" else ""
+    tools = [t["function"]["name"] for t in body.get("tools", [])]
+    if system.startswith(prompts.CLASSIFY_SYSTEM[:60]):
+        return tool_reply(("Classification", ASK.model_dump(mode="json")))
+    if system.startswith(prompts.PLAN_SYSTEM[:60]):
+        return tool_reply(("RetrievalPlan", {"complexity": "SIMPLE_FACT", "steps": []}))
+    if system.startswith(prompts.FILTER_SYSTEM[:60]):
+        return tool_reply(("StorageDecision", {"store": False, "items": []}))
+    if system.startswith(prompts.INSTRUCTIONS_SYSTEM[:60]):
+        return tool_reply(("InstructionList", {"instructions": []}))
+    if system.startswith(prompts.RETRIEVE_SYSTEM[:60]):
+        if body["messages"][-1]["role"] == "tool":
+            return tool_reply(("done", {}))
+        assert "search_facts" in tools
+        return tool_reply(("search_facts", {"query": "Anderson account"}))
+    if system.startswith(prompts.CURATE_SYSTEM[:60]):
+        user = body["messages"][-1]["content"]
+        keep = [
+            line[2:] for line in user.splitlines() if line.startswith("- ") and "Anderson" in line
+        ]
+        return text_reply("\n".join(keep) or "NO_RELEVANT_RECORDS")
+    return text_reply("")
+
+
+def test_real_chatopenai_client_against_loopback_server(
+    home: Path, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.add_node("fact", "Peter handles the Anderson account")
+    with openai_server(itertools.repeat(_openai_router)) as server:
+        monkeypatch.setenv("OCTY_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("OCTY_LLM_API_KEY", "sk-test-loopback-key-123")
+        monkeypatch.setenv("LAYER1", "test/model-a")
+        monkeypatch.setenv("LAYER2", "test/model-b")
+        settings = Settings.from_env()
+        ctx = make_context(settings, store)
+        assert ctx.l1_model is not None
+        result = asyncio.run(
+            run_prompt("Who handles Anderson?", settings, store, RunOptions(), context=ctx)
+        )
+    assert result["mode"] == "test/model-b"
+    assert "Peter handles the Anderson account" in result["context"]
+    assert len(server.requests) >= 6
+    assert all(
+        r.headers.get("authorization") == "Bearer sk-test-loopback-key-123" for r in server.requests
+    )
+    trace_text = (settings.paths.debug_dir / f"{result['trace_id']}.json").read_text()
+    assert "sk-test-loopback-key-123" not in trace_text
