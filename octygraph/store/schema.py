@@ -91,6 +91,13 @@ END;
 """
 
 
+# Without it SQLite answers "is this edge already there?" through idx_edges_type, scanning every edge of
+# that type (tens of thousands of 'about' edges in a large graph).
+EDGE_PAIR_INDEX = (
+    "CREATE INDEX IF NOT EXISTS idx_edges_pair ON edges(source_id, target_id, edge_type)"
+)
+
+
 def vec_ddl(dim: int) -> str:
     """The sqlite-vec index: one row per node (rowid = nodes.rowid), filterable by type and activity."""
     return (

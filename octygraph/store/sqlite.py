@@ -10,6 +10,7 @@ import json
 import re
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ import sqlite_vec
 from octygraph.store.schema import (
     CORE_DDL,
     DEFAULT_SCOPE,
+    EDGE_PAIR_INDEX,
     NODE_TYPES,
     SCHEMA_VERSION,
     SUBTYPES,
@@ -32,9 +34,21 @@ from octygraph.store.schema import (
 
 SearchMode = Literal["hybrid", "vector", "keyword"]
 
-# Measured on LoCoMo (research/locomo-baselines.md): a min-max normalised weighted sum of cosine and BM25
-# beats both halves and beats reciprocal rank fusion, which scored below BM25 alone. 0.5/0.5 was best.
+# Hybrid ranking, measured on LoCoMo (research/locomo-baselines.md, bench/README.md): a min-max normalised
+# weighted sum of cosine and BM25 beats both halves and beats reciprocal rank fusion (below BM25 alone).
 VECTOR_WEIGHT = 0.5
+# BM25 is scored from the FTS5 index with these parameters: FTS5's own bm25() fixes k1=1.2, b=0.75, and
+# lighter length normalisation ranked better (longer memories usually say more, not the same thing twice).
+BM25_K1 = 1.2
+BM25_B = 0.2
+# FTS5 preselects this many keyword candidates per requested one (at least BM25_MIN_RESCORE) for rescoring.
+BM25_RESCORE_FACTOR = 3
+BM25_MIN_RESCORE = 300
+# Hubness reduction (local centring, akin to CSLS): a candidate's cosine is lowered by HUB_WEIGHT times its
+# cosine to the mean direction of the best HUB_MAX_CANDIDATES candidates, so generic memories close to
+# everything ("Cool, thanks!") stop crowding out specific ones. `Hit.cosine` stays the raw cosine.
+HUB_WEIGHT = 0.5
+HUB_MAX_CANDIDATES = 200
 ENTITY_MATCH_MIN_COSINE = 0.72
 
 _STOPWORDS = frozenset(
@@ -213,12 +227,45 @@ _NODE_COLS = (
 
 
 def _minmax(values: np.ndarray) -> np.ndarray:
+    """Scale to [0, 1] over the candidates; all-equal values map to 1 when positive, else 0."""
     if values.size == 0:
         return values
     lo, hi = float(values.min()), float(values.max())
     if hi - lo < 1e-9:
         return np.where(values > 0, 1.0, 0.0).astype(np.float32)
     return ((values - lo) / (hi - lo)).astype(np.float32)
+
+
+def _varints(blob: bytes) -> list[int]:
+    """Decode SQLite varints (7 bits per byte, high bit = more, 9th byte whole), as FTS5 stores sizes."""
+    out: list[int] = []
+    i = 0
+    while i < len(blob):
+        value = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(value)
+    return out
+
+
+def _hubness(mat: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Each row's cosine to the mean direction of the rows `ref`: how generic it is among them."""
+    if len(ref) < 3:
+        return np.zeros(mat.shape[0], dtype=np.float32)
+    centre = mat[ref].mean(axis=0)
+    norm = float(np.linalg.norm(centre))
+    if norm < 1e-9:
+        return np.zeros(mat.shape[0], dtype=np.float32)
+    # One matrix-vector product. A candidate-by-candidate kNN version (CSLS proper) ranked the same
+    # within noise but needs a matrix product, which stalls for ~10 ms on a busy 2-core machine.
+    return (mat @ (centre / norm)).astype(np.float32)
 
 
 class MemoryStore:
@@ -256,12 +303,16 @@ class MemoryStore:
         if not existed:
             path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = sqlean.connect(str(path), timeout=15.0, isolation_level=None, check_same_thread=False)
+            conn = sqlean.connect(
+                str(path), timeout=15.0, isolation_level=None, check_same_thread=False
+            )
             conn.enable_load_extension(True)
             sqlite_vec.load(conn)
             conn.enable_load_extension(False)
             conn.execute("PRAGMA busy_timeout = 15000")
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            tables = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
         except sqlean.DatabaseError as exc:
             raise NotAnOctygraphDatabase(
                 f"{path} is not an octygraph database (SQLite says: {exc})."
@@ -291,9 +342,7 @@ class MemoryStore:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         with self.transaction():
-            has_meta = conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE name='octy_meta'"
-            ).fetchone()
+            has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE name='octy_meta'").fetchone()
             if not has_meta:
                 for stmt in _split_sql(CORE_DDL):
                     conn.execute(stmt)
@@ -307,6 +356,9 @@ class MemoryStore:
                         ("created_at", utcnow()),
                     ],
                 )
+        # The duplicate-edge check needs this index; databases made before it existed get it here.
+        with self.transaction():
+            conn.execute(EDGE_PAIR_INDEX)
         meta = self.meta()
         version = int(meta.get("schema_version", "0"))
         if version > SCHEMA_VERSION:
@@ -471,13 +523,58 @@ class MemoryStore:
         return edge
 
     def add_edge(
-        self, source_id: str, target_id: str, edge_type: str, attributes: dict[str, Any] | None = None
+        self,
+        source_id: str,
+        target_id: str,
+        edge_type: str,
+        attributes: dict[str, Any] | None = None,
     ) -> Edge | None:
         """Link two nodes; returns None when the same edge already exists."""
         with self.transaction() as conn:
             if not conn.execute("SELECT 1 FROM nodes WHERE id=?", (source_id,)).fetchone():
                 raise StoreError(f"No memory with id {source_id!r}.")
             return self._insert_edge(conn, source_id, target_id, edge_type, attributes or {})
+
+    def add_edges(self, edges: Iterable[Edge]) -> int:
+        """Insert edges keeping their ids and timestamps (builds, imports); present ones are skipped.
+
+        Returns how many were added. An edge whose ends are not both stored is an error.
+        """
+        added = 0
+        with self.transaction() as conn:
+            for edge in edges:
+                if edge.source_id == edge.target_id:
+                    continue
+                if conn.execute("SELECT 1 FROM edges WHERE id=?", (edge.id,)).fetchone():
+                    continue
+                if conn.execute(
+                    "SELECT 1 FROM edges WHERE source_id=? AND target_id=? AND edge_type=?",
+                    (edge.source_id, edge.target_id, edge.edge_type),
+                ).fetchone():
+                    continue
+                ends = conn.execute(
+                    "SELECT count(*) FROM nodes WHERE id IN (?, ?)",
+                    (edge.source_id, edge.target_id),
+                ).fetchone()[0]
+                if ends != 2:
+                    raise StoreError(
+                        f"Edge {edge.id} links {edge.source_id} to {edge.target_id}, "
+                        "but one of them is not in the database."
+                    )
+                conn.execute(
+                    "INSERT INTO edges(id, source_id, target_id, edge_type, attributes, created_at) "
+                    "VALUES (?,?,?,?,?,?)",
+                    (
+                        edge.id,
+                        edge.source_id,
+                        edge.target_id,
+                        edge.edge_type,
+                        json.dumps(edge.attributes, sort_keys=True),
+                        edge.created_at or utcnow(),
+                    ),
+                )
+                added += 1
+        return added
 
     def ensure_entity(self, name: str, subtype: str | None = None) -> tuple[Node, bool]:
         """The entity called `name`, created when none matches; returns (node, created)."""
@@ -543,7 +640,9 @@ class MemoryStore:
             ).fetchall()
             found = dict(rows)
             if old_id not in found or new_id not in found:
-                raise StoreError(f"No memory with id {old_id if old_id not in found else new_id!r}.")
+                raise StoreError(
+                    f"No memory with id {old_id if old_id not in found else new_id!r}."
+                )
             if found[old_id]:
                 raise StoreError(f"Memory {old_id} was already replaced by {found[old_id]}.")
             for source_id, target_id, edge_type, attributes in conn.execute(
@@ -729,7 +828,9 @@ class MemoryStore:
         cols = _prefixed("n")
         base = "FROM nodes n WHERE n.node_type='entity' AND n.superseded_by IS NULL"
         with self._lock:
-            row = self._conn.execute(f"SELECT {cols} {base} AND n.content=? LIMIT 1", (name,)).fetchone()
+            row = self._conn.execute(
+                f"SELECT {cols} {base} AND n.content=? LIMIT 1", (name,)
+            ).fetchone()
             if row is None:
                 row = self._conn.execute(
                     f"SELECT {cols} {base} AND lower(n.content)=lower(?) "
@@ -818,7 +919,21 @@ class MemoryStore:
         return where, args
 
     def embed_query(self, query: str) -> np.ndarray:
-        return self.embedder.embed_array([query])[0]
+        """The query's vector; the last few are cached because one run asks for the same text often."""
+        cache: OrderedDict[str, np.ndarray] = self.__dict__.setdefault(
+            "_query_cache", OrderedDict()
+        )
+        with self._lock:
+            vec = cache.get(query)
+            if vec is not None:
+                cache.move_to_end(query)
+                return vec
+        vec = self.embedder.embed_array([query])[0]
+        with self._lock:
+            cache[query] = vec
+            while len(cache) > 64:
+                cache.popitem(last=False)
+        return vec
 
     def cosines(self, query_vec: np.ndarray, ids: Iterable[str]) -> dict[str, float]:
         """Cosine similarity of the query to each stored node (vectors are unit length)."""
@@ -873,20 +988,115 @@ class MemoryStore:
     def _keyword_candidates(
         self, query: str, k: int, where: list[str], args: list[Any]
     ) -> list[tuple[str, float]]:
+        """The `k` best BM25 matches (higher is better) that pass the filters."""
         match = fts_query(query)
         if match is None:
             return []
-        sql = (
-            "SELECT n.id, bm25(nodes_fts) AS rank FROM nodes_fts JOIN nodes n ON n.rowid = nodes_fts.rowid "
-            "WHERE nodes_fts MATCH ?"
+        preselect = max(k * BM25_RESCORE_FACTOR, BM25_MIN_RESCORE)
+        conditions = " AND ".join(where) if where else "1"
+        # FTS5's best rows first, then the filters: joining every match to `nodes` before the sort costs
+        # more than the search itself on large databases. When the filters leave too few rows, filter first.
+        fast = (
+            "SELECT n.id, f.rowid, f.rank FROM (SELECT rowid, bm25(nodes_fts) AS rank FROM nodes_fts "
+            "WHERE nodes_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN nodes n ON n.rowid = f.rowid "
+            f"WHERE {conditions} ORDER BY f.rank"
         )
-        if where:
-            sql += " AND " + " AND ".join(where)
-        sql += " ORDER BY rank LIMIT ?"
+        exact = (
+            "SELECT n.id, nodes_fts.rowid, bm25(nodes_fts) AS rank FROM nodes_fts "
+            f"JOIN nodes n ON n.rowid = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {conditions} "
+            "ORDER BY rank LIMIT ?"
+        )
         with self._lock:
-            rows = self._conn.execute(sql, [match, *args, int(k)]).fetchall()
-        # FTS5's bm25() is negative (lower is better); flip it so higher is better.
-        return [(r[0], -float(r[1])) for r in rows]
+            rows = self._conn.execute(fast, [match, int(preselect), *args]).fetchall()
+            if len(rows) < min(k, preselect):
+                rows = self._conn.execute(exact, [match, *args, int(preselect)]).fetchall()
+            try:
+                scores = self._bm25(match, [r[1] for r in rows])
+            except sqlean.DatabaseError:
+                scores = None  # no fts5vocab in this SQLite: keep FTS5's own ranking
+        if scores is None:
+            # FTS5's bm25() is negative (lower is better); flip it so higher is better.
+            return [(r[0], -float(r[2])) for r in rows[:k]]
+        # sorted() is stable: FTS5's own order breaks ties.
+        ranked = sorted(rows, key=lambda r: -scores.get(r[1], 0.0))
+        return [(r[0], scores.get(r[1], 0.0)) for r in ranked[:k]]
+
+    def _bm25(self, match: str, rowids: Sequence[int]) -> dict[int, float]:
+        """Okapi BM25 (BM25_K1, BM25_B, non-negative idf) of FTS5 rows, from the index's own statistics.
+
+        The query terms go through the index's tokenizer (a temp FTS5 table), term and document counts come
+        from fts5vocab tables, lengths from FTS5's docsize and averages records. Caller holds the lock.
+        """
+        if not rowids:
+            return {}
+        conn = self._conn
+        if not getattr(self, "_bm25_ready", False):
+            tokenize = "porter unicode61"
+            row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'nodes_fts'").fetchone()
+            found = re.search(r"tokenize\s*=\s*'([^']*)'", row[0] if row else "")
+            if found:
+                tokenize = found.group(1)
+            for ddl in (
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.octy_qtok USING fts5(q, tokenize='{tokenize}')",
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.octy_qtok_inst "
+                "USING fts5vocab(temp, octy_qtok, instance)",
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.octy_fts_inst "
+                "USING fts5vocab(main, nodes_fts, instance)",
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.octy_fts_row "
+                "USING fts5vocab(main, nodes_fts, row)",
+            ):
+                conn.execute(ddl)
+            self._bm25_ready = True
+        conn.execute("DELETE FROM temp.octy_qtok")
+        words = " ".join(re.findall(r'"([^"]*)"', match))
+        conn.execute("INSERT INTO temp.octy_qtok(rowid, q) VALUES (1, ?)", [words])
+        terms = [t for (t,) in conn.execute("SELECT DISTINCT term FROM temp.octy_qtok_inst")]
+        averages = conn.execute("SELECT block FROM nodes_fts_data WHERE id = 1").fetchone()
+        if not terms or averages is None:
+            return {}
+        n_docs, n_tokens = (_varints(averages[0]) + [0, 0])[:2]
+        avg_len = max(n_tokens / max(n_docs, 1), 1e-9)
+        term_marks = ",".join("?" * len(terms))
+        idf = {
+            term: float(np.log1p((n_docs - df + 0.5) / (df + 0.5)))
+            for term, df in conn.execute(
+                f"SELECT term, doc FROM temp.octy_fts_row WHERE term IN ({term_marks})", terms
+            )
+        }
+        k1, b = BM25_K1, BM25_B
+        scores: dict[int, float] = {}
+        for start in range(0, len(rowids), 500):
+            part = list(rowids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            sizes = {
+                i: (sz[0] if sz[0] < 0x80 else _varints(sz)[0]) if sz else 0
+                for i, sz in conn.execute(
+                    f"SELECT id, sz FROM nodes_fts_docsize WHERE id IN ({marks})", part
+                )
+            }
+            for doc, term, tf in conn.execute(
+                f"SELECT doc, term, count(*) FROM temp.octy_fts_inst WHERE term IN ({term_marks}) "
+                f"AND doc IN ({marks}) GROUP BY doc, term",
+                [*terms, *part],
+            ):
+                norm = k1 * (1 - b + b * sizes.get(doc, avg_len) / avg_len)
+                scores[doc] = scores.get(doc, 0.0) + idf.get(term, 0.0) * tf * (k1 + 1) / (
+                    tf + norm
+                )
+        return scores
+
+    def _vectors_of(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors of these nodes (unit length), by id."""
+        out: dict[str, np.ndarray] = {}
+        with self._lock:
+            for start in range(0, len(ids), 500):
+                part = list(ids[start : start + 500])
+                marks = ",".join("?" * len(part))
+                for node_id, blob in self._conn.execute(
+                    f"SELECT node_id, vector FROM embeddings WHERE node_id IN ({marks})", part
+                ):
+                    out[node_id] = np.frombuffer(blob, dtype=np.float32)
+        return out
 
     def search(
         self,
@@ -905,9 +1115,11 @@ class MemoryStore:
     ) -> list[Hit]:
         """Search memories by meaning and words; every hit carries its cosine similarity too.
 
-        `hybrid` fuses min-max normalised cosine and BM25 with equal weights (see VECTOR_WEIGHT). Filters: node
-        types, an entity the node is linked to, a creation/validity window (`since`/`until` or the last `days`).
-        Superseded nodes are left out unless asked for.
+        `hybrid` fuses the min-max normalised cosine (less each candidate's hubness, see HUB_WEIGHT) and BM25
+        (BM25_K1, BM25_B, divided by the best score) with equal weights (VECTOR_WEIGHT); `vector` ranks by
+        raw cosine, `keyword` by BM25. Filters: node types, an entity the node is linked to, a
+        creation/validity window (`since`/`until` or the last `days`). Superseded nodes are left out unless
+        asked for.
         """
         if not query or not query.strip():
             raise StoreError("The search needs some words.")
@@ -917,12 +1129,14 @@ class MemoryStore:
             since = (datetime.now(UTC) - timedelta(days=days)).strftime("%Y-%m-%d %H:%M:%S")
         where, args = self._filters(types, entity_id, since, until, include_superseded)
         pool = max(limit * 5, 50)
-        qvec = query_vec if query_vec is not None else (
-            self.embed_query(query) if mode != "keyword" else None
+        qvec = (
+            query_vec
+            if query_vec is not None
+            else (self.embed_query(query) if mode != "keyword" else None)
         )
 
         vector: dict[str, float] = {}
-        if qvec is not None:
+        if qvec is not None and mode != "keyword":
             if entity_id or since or until:
                 # Scoped searches are small: score the scope exactly instead of an over-fetched KNN.
                 scoped = self._scoped_ids(where, args)
@@ -942,7 +1156,24 @@ class MemoryStore:
             ids = list(dict.fromkeys([*top_vec, *keyword]))
         if not ids:
             return []
-        if qvec is not None:
+        hub = np.zeros(len(ids), dtype=np.float32)
+        if qvec is not None and mode == "hybrid":
+            # Every candidate's vector: exact cosines, and the hubness correction needs them anyway.
+            vecs = self._vectors_of(ids)
+            q = np.asarray(qvec, dtype=np.float32)
+            have = [i for i, node_id in enumerate(ids) if node_id in vecs]
+            if have:
+                mat = np.stack([vecs[ids[i]] for i in have])
+                if mat.shape[1] != q.shape[0]:
+                    raise EmbeddingMismatch(
+                        "Stored vectors have another dimension than the query; run `octygraph reindex`."
+                    )
+                sims = mat @ q
+                vector.update({ids[i]: float(c) for i, c in zip(have, sims, strict=True)})
+                # The mean direction of the best candidates by cosine (bounded for big limits).
+                ref = np.argsort(-sims, kind="stable")[:HUB_MAX_CANDIDATES]
+                hub[have] = _hubness(mat, ref)
+        elif qvec is not None:
             missing = [i for i in ids if i not in vector]
             if missing:
                 vector.update(self.cosines(qvec, missing))
@@ -954,19 +1185,24 @@ class MemoryStore:
         elif mode == "vector":
             fused = cos
         else:
-            fused = VECTOR_WEIGHT * _minmax(cos) + (1 - VECTOR_WEIGHT) * kw_norm
-        order = np.argsort(-fused, kind="stable")
-        nodes = {n.id: n for n in self.get_nodes(ids)}
+            semantic = _minmax(cos - HUB_WEIGHT * hub) if qvec is not None else cos
+            fused = VECTOR_WEIGHT * semantic + (1 - VECTOR_WEIGHT) * kw_norm
+        order = [int(i) for i in np.argsort(-fused, kind="stable")]
+        if min_cosine is not None:
+            order = [i for i in order if float(cos[i]) >= min_cosine]
         hits: list[Hit] = []
-        for idx in order:
-            node = nodes.get(ids[idx])
-            if node is None or (not include_superseded and node.superseded_by):
-                continue
-            if min_cosine is not None and float(cos[idx]) < min_cosine:
-                continue
-            hits.append(Hit(node, float(fused[idx]), float(cos[idx]), float(kw_norm[idx])))
-            if len(hits) >= limit:
-                break
+        # Load nodes in rank order, a few more than needed at a time (some may have been superseded).
+        step = limit + 10
+        for start in range(0, len(order), step):
+            part = order[start : start + step]
+            nodes = {n.id: n for n in self.get_nodes([ids[i] for i in part])}
+            for idx in part:
+                node = nodes.get(ids[idx])
+                if node is None or (not include_superseded and node.superseded_by):
+                    continue
+                hits.append(Hit(node, float(fused[idx]), float(cos[idx]), float(kw_norm[idx])))
+                if len(hits) >= limit:
+                    return hits
         return hits
 
     def _scoped_ids(self, where: list[str], args: list[Any]) -> list[str]:
@@ -1000,11 +1236,7 @@ class MemoryStore:
             ).fetchone()[0]
             total = self._conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
         meta = self.meta()
-        size = sum(
-            p.stat().st_size
-            for p in (self.path, Path(f"{self.path}-wal"))
-            if p.exists()
-        )
+        size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
         return {
             "nodes": total,
             "by_type": by_type,
@@ -1042,7 +1274,9 @@ class MemoryStore:
             conn.execute("DROP TABLE IF EXISTS vec_nodes")
             conn.execute(vec_ddl(self.embedder.dim))
             conn.execute("DELETE FROM embeddings")
-            for (rowid, node_id, node_type, _content, superseded), vec in zip(rows, mat, strict=True):
+            for (rowid, node_id, node_type, _content, superseded), vec in zip(
+                rows, mat, strict=True
+            ):
                 blob = np.asarray(vec, dtype=np.float32).tobytes()
                 conn.execute(
                     "INSERT INTO embeddings(node_id, node_type, vector) VALUES (?,?,?)",
