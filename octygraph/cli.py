@@ -256,9 +256,6 @@ def reindex() -> None:
     )
 
 
-
-
-
 def main() -> None:
     """Console-script entry point."""
     try:
@@ -567,3 +564,9 @@ def memory_manifest(
         kind = e["type"] + (f"/{e['subtype']}" if e["subtype"] else "")
         table.add_row(e["session_id"], e["node_id"], kind, e["content"])
     out.print(table)
+
+
+# Command groups that live in their own modules, registered once every command above exists.
+from octygraph.memory_cli import register as _register_memory  # noqa: E402
+
+_register_memory(memory_app)

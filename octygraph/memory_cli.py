@@ -1,0 +1,644 @@
+"""`octygraph memory ...`: profiles, snapshots and bootstrap (the seed's db-manager), and memory review.
+
+Registered onto the CLI's `memory` group by `register(memory_app)`. Commands import the CLI's helpers
+(settings, error handling, consoles) when they run, so this module can be imported on its own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from octygraph.profiles import LoadResult, MemoryProfiles
+    from octygraph.profiles.graph import ProgressFn
+    from octygraph.settings import Settings
+    from octygraph.store import MemoryStore, Node
+
+HELP_TEXT = """\
+octygraph memory: manage what octygraph remembers for this project.
+
+Profiles (whole databases, loaded into the active one):
+  octygraph memory list                          profiles, their size, which one is active
+  octygraph memory active [--json]               the active profile and database statistics
+  octygraph memory load PROFILE                  load a profile (the current database is saved first)
+  octygraph memory unload                        empty the active database (saved first)
+  octygraph memory bootstrap                     build small-baseline and noisy-large (1-2 minutes)
+
+Snapshots (named restore points of a profile):
+  octygraph memory freeze list [PROFILE]
+  octygraph memory freeze create NAME [PROFILE]
+  octygraph memory freeze load NAME [PROFILE]
+
+Review:
+  octygraph memory ls [--type T] [--since DATE] [--limit N] [--all]
+  octygraph memory show ID                       a memory, its links, versions and provenance
+  octygraph memory edit ID "new text"            replace it (the old version is kept as replaced)
+  octygraph memory forget ID                     delete it with its links
+  octygraph memory add "text" [--type T]         store one memory directly
+  octygraph memory export [--format markdown|jsonl] [--output FILE]
+  octygraph memory import FILE.jsonl             add an export's memories (same ids are skipped)
+  octygraph memory manifest                      what the hooks stored, by session
+
+Built-in profiles: small-baseline (a small team memory), noisy-large (the same among 20,000 look-alikes).
+Every load, unload and snapshot restore first saves the active database as snapshots/<profile>/auto-*.db.
+"""
+
+
+class ExportFormat(StrEnum):
+    markdown = "markdown"
+    jsonl = "jsonl"
+
+
+def _cli() -> Any:
+    """The CLI module (imported late: it imports this module while it is being set up)."""
+    from octygraph import cli
+
+    return cli
+
+
+def _settings() -> Settings:
+    settings: Settings = _cli().settings()
+    return settings
+
+
+def _print(text: str = "") -> None:
+    _cli().out.print(text, markup=False, highlight=False)
+
+
+def _echo_json(payload: Any) -> None:
+    import json
+
+    typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+
+
+def _profiles() -> MemoryProfiles:
+    from octygraph.profiles import MemoryProfiles
+
+    return MemoryProfiles(_settings())
+
+
+@contextmanager
+def _progress() -> Iterator[ProgressFn]:
+    """Rich progress bars on stderr, one per stage reported by the callback."""
+    bar = _cli().progress_bar()
+    tasks: dict[str, Any] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        if stage not in tasks:
+            tasks[stage] = bar.add_task(stage, total=total)
+        bar.update(tasks[stage], completed=done, total=total)
+
+    with bar:
+        yield update
+
+
+@contextmanager
+def _active_store(*, create: bool = False) -> Iterator[MemoryStore]:
+    from octygraph.services import open_store
+
+    settings = _settings()
+    if not create and not settings.paths.db.exists():
+        raise _cli().UserError(
+            f"Project {settings.project_id!r} has no memory database yet; load one with "
+            "`octygraph memory load small-baseline` or add a memory with `octygraph memory add`."
+        )
+    with open_store(settings, create=create) as store:
+        yield store
+
+
+def _unknown(node_id: str) -> Exception:
+    error: Exception = _cli().UserError(
+        f"No memory with id {node_id!r}; find ids with `octygraph memory ls` or `octygraph search`."
+    )
+    return error
+
+
+def _kind(node: Node) -> str:
+    return node.node_type + (f"/{node.subtype}" if node.subtype else "")
+
+
+def _count(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
+# --------------------------------------------------------------------------------------------- profiles
+
+
+def memory_help() -> None:
+    """Show what the memory commands do."""
+    _print(HELP_TEXT.rstrip())
+
+
+def memory_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List profiles (built-in and stored), their size, and which one is active."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from octygraph.profiles import human_bytes
+
+    entries = _profiles().list_profiles()
+    if as_json:
+        _echo_json([e.to_dict() for e in entries])
+        return
+    table = Table("", "profile", "memories", "links", "size", "about", box=None, pad_edge=False)
+    for entry in entries:
+        if entry.problem:
+            about = entry.problem
+        elif not entry.built:
+            about = f"{entry.description}; not built yet (`octygraph memory bootstrap`)"
+        else:
+            about = entry.description or "stored profile"
+        info = entry.info
+        table.add_row(
+            "*" if entry.active else "",
+            Text(entry.name),
+            f"{info.nodes:,}" if info else "-",
+            f"{info.edges:,}" if info else "-",
+            human_bytes(info.file_bytes) if info else "-",
+            Text(about),
+        )
+    _cli().out.print(table)
+    state = _profiles().state()
+    _print(f"Active: {state['current_profile'] or 'no profile (your own memories)'} (marked *).")
+
+
+def memory_active(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show the active profile and statistics of the active database."""
+    from octygraph.profiles import human_bytes
+
+    profiles = _profiles()
+    settings = profiles.settings
+    state = profiles.state()
+    stats = profiles.active_stats()
+    payload = {
+        "project": settings.project_id,
+        "profile": state["current_profile"],
+        "loaded_at": state["loaded_at"],
+        "source": state["source"],
+        "snapshot": state["snapshot"],
+        "db": str(settings.paths.db),
+        "configured_model": profiles.embedder.model_id,
+        "stats": stats,
+    }
+    if as_json:
+        _echo_json(payload)
+        return
+    profile = state["current_profile"] or "none (your own memories)"
+    if state["loaded_at"]:
+        origin = (
+            f"snapshot {state['snapshot']}" if state["snapshot"] else state["source"] or "empty"
+        )
+        profile += f", loaded {state['loaded_at']} from {origin}"
+    _print(f"Profile     {profile}")
+    _print(f"Database    {settings.paths.db}")
+    if stats is None:
+        _print(
+            "            not created yet; load one with `octygraph memory load small-baseline` "
+            "or add a memory with `octygraph memory add`."
+        )
+        return
+    _print(f"Size        {human_bytes(stats['file_bytes'])}")
+    _print(
+        f"Memories    {stats['nodes']:,} ({stats['superseded']:,} replaced), "
+        f"{_count(stats['edges'], 'link')}"
+    )
+    _print(f"Embeddings  {stats['embedding_model']} ({stats['embedding_dim']} dims)")
+    if stats["embedding_model"] != profiles.embedder.model_id:
+        _print(
+            f"            the configured model is {profiles.embedder.model_id}; "
+            "run `octygraph reindex` before searching."
+        )
+    for node_type, count in stats["by_type"].items():
+        subtypes = [
+            f"{key.split('/', 1)[1]} {value:,}"
+            for key, value in stats["by_subtype"].items()
+            if key.startswith(f"{node_type}/") and not key.endswith("/-")
+        ]
+        detail = f"  ({', '.join(subtypes)})" if subtypes else ""
+        _print(f"  {node_type:<12}{count:>8,}{detail}")
+
+
+def _report_load(result: LoadResult, done: str, as_json: bool) -> None:
+    from octygraph.profiles import DEFAULT_LABEL, human_bytes
+
+    if as_json:
+        _echo_json(
+            {
+                "profile": result.profile,
+                "source": str(result.source) if result.source else None,
+                "auto_snapshot": str(result.auto_snapshot) if result.auto_snapshot else None,
+                "built": [b.to_dict() for b in result.built],
+                "stats": result.stats,
+            }
+        )
+        return
+    for build in result.built:
+        _print(
+            f"Built profile {build.name} in {build.seconds:.1f} s ({human_bytes(build.file_bytes)})."
+        )
+    if result.auto_snapshot:
+        label = result.auto_snapshot.parent.name
+        restore = f"octygraph memory freeze load {result.auto_snapshot.stem}"
+        if label != (result.profile or DEFAULT_LABEL):
+            restore += f" {label}"
+        _print(
+            f"Saved the previous active database as {result.auto_snapshot} (restore: `{restore}`)."
+        )
+    stats = result.stats
+    _print(
+        f"{done}: {_count(stats['nodes'], 'memory', 'memories')}, "
+        f"{_count(stats['edges'], 'link')}, {human_bytes(stats['file_bytes'])}."
+    )
+
+
+def memory_load(
+    profile: Annotated[
+        str, typer.Argument(help="Profile name, e.g. small-baseline or noisy-large.")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Load a profile into the active database (the current one is saved as a snapshot first)."""
+    with _progress() as progress:
+        result = _profiles().load(profile, progress=progress)
+    _report_load(result, f"Loaded profile {result.profile}", as_json)
+
+
+def memory_unload(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Empty the active database (it is saved as a snapshot first)."""
+    profiles = _profiles()
+    result = profiles.unload()
+    if result.source is None and not result.stats:
+        if as_json:
+            _echo_json({"profile": None, "auto_snapshot": None, "stats": None})
+        else:
+            _print(
+                f"Nothing to unload: project {profiles.settings.project_id!r} has no active database."
+            )
+        return
+    _report_load(result, "Unloaded; the active database is now empty", as_json)
+
+
+def memory_bootstrap(
+    size: Annotated[
+        int, typer.Option(min=200, max=1_000_000, help="How many items noisy-large holds.")
+    ] = 20_000,
+    seed: Annotated[int, typer.Option(help="Seed of the noisy-large generator.")] = 20_000,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Build the built-in profiles (small-baseline, noisy-large) into the profiles folder."""
+    import time
+
+    from octygraph.profiles import human_bytes
+
+    started = time.perf_counter()
+    with _progress() as progress:
+        results = _profiles().bootstrap(size=size, seed=seed, progress=progress)
+    total = time.perf_counter() - started
+    if as_json:
+        _echo_json({"profiles": [r.to_dict() for r in results], "seconds": round(total, 2)})
+        return
+    for r in results:
+        _print(
+            f"Built {r.name}: {r.nodes:,} memories ({r.superseded:,} replaced), {r.edges:,} links, "
+            f"{human_bytes(r.file_bytes)} in {r.seconds:.1f} s -> {r.path}"
+        )
+    _print(f"Bootstrap took {total:.1f} s. Load one with `octygraph memory load noisy-large`.")
+
+
+# --------------------------------------------------------------------------------------------- snapshots
+
+
+def freeze_list(
+    profile: Annotated[
+        str | None, typer.Argument(help="Profile (default: the active one).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List the snapshots of a profile."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from octygraph.profiles import human_bytes
+
+    label, entries = _profiles().list_snapshots(profile)
+    if as_json:
+        _echo_json({"profile": label, "snapshots": [e.to_dict() for e in entries]})
+        return
+    if not entries:
+        _print(
+            f"No snapshots of profile {label} yet; make one with `octygraph memory freeze create NAME`."
+        )
+        return
+    table = Table("snapshot", "saved (UTC)", "memories", "size", box=None, pad_edge=False)
+    for e in entries:
+        table.add_row(
+            Text(e.name),
+            e.modified,
+            f"{e.info.nodes:,}" if e.info else Text(e.problem or "?"),
+            human_bytes(e.info.file_bytes if e.info else e.path.stat().st_size),
+        )
+    _print(f"Snapshots of {label}:")
+    _cli().out.print(table)
+
+
+def freeze_create(
+    name: Annotated[str, typer.Argument(help="Snapshot name, e.g. pre-demo.")],
+    profile: Annotated[
+        str | None, typer.Argument(help="Profile (default: the active one).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Save the active database (or a stored profile) as a named snapshot."""
+    from octygraph.profiles import human_bytes
+
+    path, info = _profiles().freeze_create(name, profile)
+    if as_json:
+        _echo_json({"snapshot": path.stem, "profile": path.parent.name, **info.to_dict()})
+        return
+    _print(
+        f"Saved snapshot {path.stem} of {path.parent.name}: "
+        f"{info.nodes:,} memories, {human_bytes(info.file_bytes)} ({path})."
+    )
+
+
+def freeze_load(
+    name: Annotated[str, typer.Argument(help="Snapshot name.")],
+    profile: Annotated[
+        str | None, typer.Argument(help="Profile (default: the active one).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Restore a snapshot into the active database (the current one is saved first)."""
+    result = _profiles().freeze_load(name, profile)
+    snapshot = result.source.stem if result.source else name
+    _report_load(result, f"Restored snapshot {snapshot} of {result.profile or 'default'}", as_json)
+
+
+# --------------------------------------------------------------------------------------------- review
+
+
+def memory_show(
+    node_id: Annotated[str, typer.Argument(metavar="ID", help="The memory's id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show one memory: content, provenance, links and all its versions."""
+    import json
+
+    with _active_store() as store:
+        node = store.get_node(node_id.strip())
+        if node is None:
+            raise _unknown(node_id)
+        edges = store.edges_of(node.id)
+        others = {
+            n.id: n
+            for n in store.get_nodes(
+                e.target_id if e.source_id == node.id else e.source_id for e in edges
+            )
+        }
+        chain = store.supersede_chain(node.id)
+    links: list[dict[str, Any]] = []
+    for edge in edges:
+        outgoing = edge.source_id == node.id
+        other = others.get(edge.target_id if outgoing else edge.source_id)
+        links.append(
+            {
+                "id": edge.id,
+                "edge_type": edge.edge_type,
+                "direction": "out" if outgoing else "in",
+                "created_at": edge.created_at,
+                "node": other.to_dict() if other else None,
+            }
+        )
+    if as_json:
+        _echo_json(
+            {"node": node.to_dict(), "links": links, "versions": [n.to_dict() for n in chain]}
+        )
+        return
+    _print(f"{_kind(node)}  {node.id}")
+    _print(node.content)
+    _print()
+    status = f"replaced by {node.superseded_by}" if node.superseded_by else "current"
+    rows = [
+        ("status", status),
+        ("source", node.source),
+        ("created", node.created_at),
+    ]
+    if node.valid_from or node.valid_until:
+        rows.append(("valid", f"from {node.valid_from or '?'} until {node.valid_until or '-'}"))
+    if node.scope is not None:
+        rows.append(("scope", f"{node.scope:g}"))
+    rows.append(("salience", f"{node.salience:g} (confidence {node.confidence:g})"))
+    if node.attributes:
+        rows.append(("attributes", json.dumps(node.attributes, ensure_ascii=False, sort_keys=True)))
+    for label, value in rows:
+        _print(f"  {label:<11} {value}")
+    _print()
+    _print(f"Links ({len(links)})" if links else "Links: none")
+    for link in links:
+        other_node = link["node"]
+        arrow = "->" if link["direction"] == "out" else "<-"
+        if other_node:
+            kind = other_node["type"] + (
+                f"/{other_node['subtype']}" if other_node["subtype"] else ""
+            )
+            _print(
+                f"  {arrow} {link['edge_type']:<11} {kind:<20} {other_node['content']}  {other_node['id']}"
+            )
+    if len(chain) > 1:
+        _print()
+        _print(f"Versions ({len(chain)}), oldest first")
+        for i, version in enumerate(chain, start=1):
+            mark = "  <- this one" if version.id == node.id else ""
+            state = "replaced" if version.superseded_by else "current"
+            _print(f"  {i}. {version.id}  {version.created_at}  [{state}] {version.content}{mark}")
+
+
+def memory_ls(
+    type_: Annotated[
+        list[str] | None, typer.Option("--type", "-t", help="Only this memory type (repeatable).")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only memories created (or dated) on or after YYYY-MM-DD.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100_000, help="How many.")] = 50,
+    include_superseded: Annotated[
+        bool, typer.Option("--all", help="Include memories that were replaced.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List stored memories, newest first."""
+    from rich.table import Table
+    from rich.text import Text
+
+    when = _cli().parse_date(since, "--since")
+    with _active_store() as store:
+        nodes = store.list_nodes(
+            types=type_ or None, since=when, limit=limit, include_superseded=include_superseded
+        )
+    if as_json:
+        _echo_json([n.to_dict() for n in nodes])
+        return
+    if not nodes:
+        _print("No memories match.")
+        return
+    table = Table("id", "type", "created", "content", box=None, pad_edge=False)
+    for node in nodes:
+        content = Text(node.content, style="strike" if node.superseded_by else "")
+        table.add_row(node.id, _kind(node), node.created_at[:16], content)
+    _cli().out.print(table)
+
+
+def memory_edit(
+    node_id: Annotated[str, typer.Argument(metavar="ID", help="The memory to change.")],
+    text: Annotated[str, typer.Argument(help="The corrected text.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Correct a memory: a new version replaces it (re-embedded); the old one is kept as replaced."""
+    from octygraph.heuristics.safety import redact_secrets
+
+    clean, _ = redact_secrets(text.strip())
+    if not clean:
+        raise _cli().UserError("The new text is empty; give the corrected sentence.")
+    with _active_store() as store:
+        old = store.get_node(node_id.strip())
+        if old is None:
+            raise _unknown(node_id)
+        if old.superseded_by:
+            raise _cli().UserError(
+                f"Memory {old.id} was already replaced by {old.superseded_by}; edit that one instead."
+            )
+        if clean == old.content:
+            raise _cli().UserError("The new text is the same as the old one; nothing to change.")
+        new = store.supersede(old.id, clean)
+    if as_json:
+        _echo_json({"old": old.to_dict(), "new": new.to_dict()})
+        return
+    _print(f"Replaced {_kind(old)} {old.id} with {new.id}: {new.content}")
+    _print(f"The old version is kept as replaced; `octygraph memory show {new.id}` shows both.")
+
+
+def memory_forget(
+    node_id: Annotated[str, typer.Argument(metavar="ID", help="The memory to delete.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Delete a memory with its links and vectors (an older version it replaced becomes current)."""
+    with _active_store() as store:
+        node = store.get_node(node_id.strip())
+        if node is None or not store.delete_node(node.id):
+            raise _unknown(node_id)
+    if as_json:
+        _echo_json({"forgotten": node.to_dict()})
+        return
+    _print(f"Forgot {_kind(node)} {node.id}: {node.content}")
+
+
+def memory_export(
+    fmt: Annotated[
+        ExportFormat,
+        typer.Option("--format", "-f", help="markdown (to read) or jsonl (to import elsewhere)."),
+    ] = ExportFormat.markdown,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write to this file instead of the screen."),
+    ] = None,
+) -> None:
+    """Export every memory: Markdown grouped by type and entity, or JSONL with ids for import."""
+    import io
+
+    from octygraph.transfer import export_jsonl, export_markdown
+
+    settings = _settings()
+    buffer = io.StringIO()
+    with _active_store() as store:
+        if fmt is ExportFormat.jsonl:
+            nodes, edges = export_jsonl(store, buffer)
+        else:
+            nodes, edges = export_markdown(
+                store, buffer, title=f"Memory of project {settings.project_id}"
+            )
+    if output is None:
+        typer.echo(buffer.getvalue(), nl=False)
+        return
+    _write_private(output, buffer.getvalue())
+    _cli().err.print(
+        f"Exported {nodes:,} memories and {edges:,} links to {output}.",
+        markup=False,
+        highlight=False,
+    )
+
+
+def memory_import(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A JSONL export.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Import a JSONL export (ids already present are skipped; contents are re-embedded)."""
+    from octygraph.transfer import import_jsonl, parse_jsonl
+
+    parsed = parse_jsonl(file)  # refuse a bad file before creating or opening anything
+    with _active_store(create=True) as store, _progress() as progress:
+        result = import_jsonl(store, file, parsed=parsed, progress=progress)
+    if as_json:
+        _echo_json(result.to_dict())
+        return
+    _print(
+        f"Imported {result.nodes_added:,} memories and {result.edges_added:,} links; "
+        f"skipped {result.nodes_skipped:,} memories and {result.edges_skipped:,} links already present."
+    )
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file atomically, readable by the user only (memories are private)."""
+    path = path.expanduser()
+    if path.is_dir():
+        raise _cli().UserError(f"{path} is a folder; give a file name for the export.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.partial")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------------------------- wiring
+
+
+def register(memory_app: typer.Typer) -> None:
+    """Add the profile, snapshot and review commands to the CLI's `memory` group."""
+    guard: Callable[[Callable[..., Any]], Callable[..., Any]] = _cli().user_errors
+    commands: list[tuple[str, Callable[..., Any]]] = [
+        ("help", memory_help),
+        ("list", memory_list),
+        ("active", memory_active),
+        ("load", memory_load),
+        ("unload", memory_unload),
+        ("bootstrap", memory_bootstrap),
+        ("show", memory_show),
+        ("ls", memory_ls),
+        ("edit", memory_edit),
+        ("forget", memory_forget),
+        ("export", memory_export),
+        ("import", memory_import),
+    ]
+    for name, func in commands:
+        memory_app.command(name)(guard(func))
+    freeze_app = typer.Typer(
+        help="Named snapshots of a profile: list, create, load.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+    )
+    for name, func in (("list", freeze_list), ("create", freeze_create), ("load", freeze_load)):
+        freeze_app.command(name)(guard(func))
+    memory_app.add_typer(freeze_app, name="freeze")
