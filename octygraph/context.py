@@ -14,7 +14,6 @@ from octygraph.llm.usage import UsageTracker
 from octygraph.settings import Settings
 from octygraph.store import MemoryStore
 
-
 _OPEN_LOCK = threading.Lock()
 
 

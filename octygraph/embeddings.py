@@ -76,6 +76,8 @@ class LocalEmbeddings(Embeddings):
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
+        self.tokens_embedded = 0
+        """Running count of tokens embedded, for usage reports."""
 
     def _load(self) -> None:
         # Lazy, once per process: importing onnxruntime and building the session costs ~0.4 s.
@@ -94,6 +96,9 @@ class LocalEmbeddings(Embeddings):
             options = ort.SessionOptions()
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.log_severity_level = 3
+            # Spinning worker threads burn CPU while idle; next to an editor and Claude Code (or on a busy
+            # 2-core machine) turning it off measured 115 vs 70 texts/s and 19 vs 26 ms per query.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             self._tokenizer = tokenizer
             self._session = ort.InferenceSession(
                 str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
@@ -112,6 +117,7 @@ class LocalEmbeddings(Embeddings):
             encodings = self._tokenizer.encode_batch([texts[i] or " " for i in idx])
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            self.tokens_embedded += int(mask.sum())
             hidden = self._session.run(
                 None,
                 {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},

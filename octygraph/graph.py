@@ -33,7 +33,7 @@ NODE_NAMES = (
 )
 
 
-def build_graph() -> StateGraph:
+def build_graph() -> StateGraph[PipelineState, Context, InputState, OutputState]:
     """The uncompiled builder; compile it with a checkpointer (CLI, hook) or without (Studio)."""
     builder = StateGraph(
         PipelineState, context_schema=Context, input_schema=InputState, output_schema=OutputState

@@ -7,6 +7,7 @@ Used by the CLI, the Claude Code hooks and notebooks. Compiles `build_graph()` w
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -19,8 +20,19 @@ from octygraph.graph import build_graph
 from octygraph.llm.usage import UsageTracker
 from octygraph.persistence import open_checkpointer
 from octygraph.settings import Settings
+from octygraph.state import InputState
 from octygraph.store import MemoryStore
 from octygraph.traces import load_trace, new_trace_id, to_jsonable, write_trace
+
+
+@functools.cache
+def compiled_graph() -> Any:
+    """The pipeline, compiled once per process; runs attach their checkpointer with `.copy()`."""
+    return build_graph().compile(name="octygraph")
+
+
+def with_checkpointer(saver: Any) -> Any:
+    return compiled_graph().copy({"checkpointer": saver})
 
 
 @dataclass
@@ -120,11 +132,13 @@ async def run_prompt(
         "tags": ["octygraph", "offline" if ctx.offline else "llm"],
         "metadata": {"project": settings.project_id, "session_id": options.session_id or ""},
     }
-    inputs: dict[str, Any] = {"prompt": prompt}
+    embedder = store.embedder
+    tokens_before = getattr(embedder, "tokens_embedded", 0)
+    inputs: InputState = {"prompt": prompt}
     partial: dict[str, Any] = {}
     timed_out = False
     async with open_checkpointer(settings.paths.checkpoints) as saver:
-        graph = build_graph().compile(checkpointer=saver, name="octygraph")
+        graph = with_checkpointer(saver)
         try:
             async with asyncio.timeout(options.deadline_s):
                 async for update in graph.astream(
@@ -148,6 +162,17 @@ async def run_prompt(
     timings = dict(values.get("timings_ms") or {})
     timings["total"] = round((time.perf_counter() - started) * 1000, 2)
     values["timings_ms"] = timings
+    if ctx.usage is not None:
+        embedded = getattr(embedder, "tokens_embedded", 0) - tokens_before
+        if embedded > 0:
+            ctx.usage.record(
+                "embeddings",
+                provider="local",
+                model=embedder.model_id,
+                input_tokens=embedded,
+                output_tokens=0,
+                cost_usd=0.0,
+            )
     usage = ctx.usage.to_dict() if ctx.usage else {}
     result = result_json(trace_id, values, _mode(ctx, settings), usage)
     if options.write_trace:
@@ -187,7 +212,7 @@ async def replay(
     thread_id = trace["trace_id"]
     ctx = make_context(settings, store, offline=offline, read_only=True)
     async with open_checkpointer(settings.paths.checkpoints) as saver:
-        graph = build_graph().compile(checkpointer=saver, name="octygraph")
+        graph = with_checkpointer(saver)
         base: RunnableConfig = {"configurable": {"thread_id": thread_id}}
         history = [s async for s in graph.aget_state_history(base)]
         # Oldest checkpoint that is about to run `assemble`: retrieval results are in it, assembly is not.
@@ -212,7 +237,7 @@ async def replay(
 async def checkpoint_steps(settings: Settings, trace_id: str) -> list[dict[str, Any]]:
     """The run's checkpoint history, oldest first: step and which nodes were about to run."""
     async with open_checkpointer(settings.paths.checkpoints) as saver:
-        graph = build_graph().compile(checkpointer=saver)
+        graph = with_checkpointer(saver)
         history = [
             s async for s in graph.aget_state_history({"configurable": {"thread_id": trace_id}})
         ]

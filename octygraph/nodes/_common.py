@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -13,6 +14,7 @@ from pydantic import BaseModel
 from octygraph.context import Context
 
 S = TypeVar("S", bound=BaseModel)
+log = logging.getLogger("octygraph.pipeline")
 NodeFn = Callable[..., Awaitable[dict[str, Any]]]
 
 
@@ -27,6 +29,10 @@ def timed(stage: str) -> Callable[[NodeFn], NodeFn]:
             elapsed = round((time.perf_counter() - start) * 1000, 2)
             timings = dict(update.get("timings_ms") or {})
             timings[stage] = elapsed
+            # Verbose mode / OCTY_DEBUG show these on stderr while the run goes on.
+            log.info(
+                "%s done in %.1f ms (%s)", stage, elapsed, ", ".join(sorted(update)) or "no change"
+            )
             return {**update, "timings_ms": timings}
 
         return inner

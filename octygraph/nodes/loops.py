@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -41,7 +41,10 @@ class LoopState(TypedDict, total=False):
     system: str
 
 
-def build_loop(name: str, tools: Sequence[BaseTool], layer: str = "l2") -> CompiledStateGraph:
+LoopGraph = CompiledStateGraph[LoopState, Context, LoopState, LoopState]
+
+
+def build_loop(name: str, tools: Sequence[BaseTool], layer: str = "l2") -> LoopGraph:
     """A hand-written ReAct loop with an explicit turn counter (see research/langgraph-style.md §4)."""
 
     async def agent(state: LoopState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -52,14 +55,14 @@ def build_loop(name: str, tools: Sequence[BaseTool], layer: str = "l2") -> Compi
         reply = await model.ainvoke(messages, config={"callbacks": ctx.callbacks(layer)})
         return {"messages": [reply], "turns": state.get("turns", 0) + 1}
 
-    def after_agent(state: LoopState, runtime: Runtime[Context]) -> Literal["tools", "__end__"]:
+    def after_agent(state: LoopState, runtime: Runtime[Context]) -> str:
         last = state["messages"][-1]
         calls = getattr(last, "tool_calls", None) or []
         if not calls or all(call["name"] == "done" for call in calls):
             return END
         return "tools"
 
-    def after_tools(state: LoopState, runtime: Runtime[Context]) -> Literal["agent", "__end__"]:
+    def after_tools(state: LoopState, runtime: Runtime[Context]) -> str:
         ai = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
         if any(call["name"] == "done" for call in ai.tool_calls):
             return END
@@ -106,7 +109,7 @@ def _harvest(messages: Sequence[AnyMessage], loop: str) -> tuple[list[Record], l
 
 
 async def run_loop(
-    graph: CompiledStateGraph,
+    graph: LoopGraph,
     loop: str,
     task: str,
     system: str,

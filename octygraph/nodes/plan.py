@@ -75,7 +75,9 @@ async def plan(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any
     classification = state.get("classification") or Classification()
     today = ctx.day()
     known = await asyncio.to_thread(ctx.gazetteer)
-    offline_plan = heuristics.plan_retrieval(prompt, classification, today=today, known_entities=known)
+    offline_plan = heuristics.plan_retrieval(
+        prompt, classification, today=today, known_entities=known
+    )
     offline_storage = heuristics.filter_storage(prompt, classification, today, known_entities=known)
     offline_instructions = heuristics.extract_instructions(
         prompt, classification, today=today, known_entities=known

@@ -33,8 +33,9 @@ def _find_replaced(store: MemoryStore, item: StorageItem, entity_ids: list[str])
     """The current memory a correction replaces: same type, about the same entity when known."""
     query = item.replaces or item.content
     types = [item.type] if item.type != "opinion" else ["opinion", "fact"]
+    scopes: list[str | None] = list(entity_ids) or [None]
     candidates = []
-    for entity_id in entity_ids or [None]:
+    for entity_id in scopes:
         candidates += store.search(query, types=types, entity_id=entity_id, limit=5)
     best = None
     for hit in sorted(candidates, key=lambda h: h.cosine, reverse=True):
