@@ -408,15 +408,11 @@ app.add_typer(hook_app, name="hook")
 
 
 def _hook_exit(event: str) -> None:
-    import os
+    from octygraph.service.client import hook_main
 
-    from octygraph.hooks import main as hook_main
-
-    hook_main(event)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # Exit now: a tool thread cut off by the time budget must not hold the prompt until it returns.
-    os._exit(0)
+    # A running service answers, else the pipeline runs here; only the installed script's fast path
+    # (octygraph.entry) starts a service. Exits at once with 0, whatever happened.
+    hook_main(event, start_if_missing=False)
 
 
 @hook_app.command("prompt")
@@ -568,5 +564,7 @@ def memory_manifest(
 
 # Command groups that live in their own modules, registered once every command above exists.
 from octygraph.memory_cli import register as _register_memory  # noqa: E402
+from octygraph.service.cli import serve_app  # noqa: E402
 
 _register_memory(memory_app)
+app.add_typer(serve_app, name="serve")

@@ -3,35 +3,47 @@
 Whatever happens (bad stdin, a broken database, an LLM that is down, the time budget running out) these
 print valid output or nothing and return normally, so the caller always exits 0 and the prompt goes through.
 Why a run degraded is written to the project's trace folder.
+
+`handle` turns one hook call into its stdout text; the in-process hook (`answer`, `prompt_hook`,
+`stop_hook`) and the resident service (`octygraph.service`) both run it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import sys
 import time
 import traceback
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from octygraph.claude import hook_io, manifest, modes
 from octygraph.settings import Settings
 
+if TYPE_CHECKING:
+    from octygraph.store import MemoryStore
+
 log = logging.getLogger("octygraph.hooks")
 
 
-def _settings(cwd: str | None) -> Settings:
+def _settings(cwd: str | None, env: Mapping[str, str] | None = None) -> Settings:
     folder = Path(cwd) if cwd and Path(cwd).is_dir() else None
-    return Settings.from_env(cwd=folder)
+    return Settings.from_env(env=env, cwd=folder)
 
 
-def _record_failure(settings: Settings | None, event: str, reason: str) -> None:
+def _record_failure(
+    settings: Settings | None, event: str, reason: str, env: Mapping[str, str] | None = None
+) -> None:
     """Leave a trace of why a hook gave less context; never raises."""
     try:
         if settings is None:
-            settings = Settings.from_env()
+            settings = Settings.from_env(env=env)
         from octygraph.traces import new_trace_id, write_trace
 
         paths = settings.paths
@@ -115,14 +127,34 @@ def _configure_logging(settings: Settings) -> None:
         )
 
 
-async def _run(
-    settings: Settings, prompt: str, session_id: str, *, store_only: bool, budget: float
-) -> dict[str, Any]:
-    from octygraph.runner import RunOptions, run_prompt
+StoreLease = Callable[[Settings], AbstractAsyncContextManager["MemoryStore"]]
+"""Lends the project's store for one run: the service keeps stores open, a hook process opens one."""
+
+
+@asynccontextmanager
+async def open_store_for_run(settings: Settings) -> AsyncIterator[MemoryStore]:
+    """Open the project's store for one run and close it afterwards (the in-process path)."""
     from octygraph.services import open_store
 
     store = await asyncio.to_thread(open_store, settings)
     try:
+        yield store
+    finally:
+        store.close()
+
+
+async def _run(
+    settings: Settings,
+    prompt: str,
+    session_id: str,
+    *,
+    store_only: bool,
+    budget: float,
+    stores: StoreLease,
+) -> dict[str, Any]:
+    from octygraph.runner import RunOptions, run_prompt
+
+    async with stores(settings) as store:
         options = RunOptions(
             session_id=session_id,
             source="claude" if store_only else "user",
@@ -130,66 +162,134 @@ async def _run(
             deadline_s=budget,
         )
         return await run_prompt(prompt, settings, store, options)
-    finally:
-        store.close()
+
+
+@dataclass
+class HookReply:
+    """A hook's answer: the text for stdout, and the bookkeeping to do once it has been sent."""
+
+    stdout: str = ""
+    after: Callable[[], None] | None = None
+
+    def finish(self) -> None:
+        """Run the bookkeeping (manifest, dev log, usage report); never raises."""
+        if self.after is not None:
+            try:
+                self.after()
+            except Exception as exc:
+                log.warning("after-run work failed: %s", exc)
+
+
+async def handle(
+    event: str,
+    raw: bytes,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    stores: StoreLease | None = None,
+    started: float | None = None,
+) -> HookReply:
+    """Turn one hook call (its event and stdin bytes) into its stdout text; never raises.
+
+    Shared by the in-process hook and the resident service.
+
+    Args:
+        event: `prompt` (UserPromptSubmit) or `stop`.
+        raw: The hook's stdin bytes.
+        env: The environment to read settings from (default `os.environ`): the service passes the client's.
+        cwd: Working folder when the payload names none (default the current one).
+        stores: How to get the project's store (default: open it and close it after the run).
+        started: `time.monotonic()` when the hook started; the prompt budget counts from there.
+
+    Returns:
+        The stdout text (the documented JSON, or "") and the after-run work, still to be done by the caller.
+    """
+    started = time.monotonic() if started is None else started
+    stores = stores or open_store_for_run
+    settings: Settings | None = None
+    try:
+        if event == "prompt":
+            prompt = hook_io.parse_prompt_payload(raw)
+            if prompt is None:
+                return HookReply()
+            settings = _settings(prompt.cwd or cwd, env)
+            _configure_logging(settings)
+            budget = max(1.0, settings.hook_budget_s - (time.monotonic() - started))
+            result = await _run(
+                settings,
+                prompt.prompt,
+                prompt.session_id,
+                store_only=False,
+                budget=budget,
+                stores=stores,
+            )
+            output = hook_io.format_prompt_output(
+                result.get("context") or "",
+                max_chars=min(9000, settings.context_budget_chars + 500),
+            )
+            return HookReply(
+                output, functools.partial(_after_run, settings, "prompt", prompt.session_id, result)
+            )
+        if event == "stop":
+            stop = hook_io.parse_stop_payload(raw)
+            if stop is None or not stop.last_assistant_message.strip():
+                return HookReply()
+            settings = _settings(stop.cwd or cwd, env)
+            _configure_logging(settings)
+            result = await _run(
+                settings,
+                stop.last_assistant_message,
+                stop.session_id,
+                store_only=True,
+                budget=settings.hook_budget_s * 4,
+                stores=stores,
+            )
+            return HookReply(
+                "", functools.partial(_after_run, settings, "stop", stop.session_id, result)
+            )
+        return HookReply()
+    except Exception as exc:  # the prompt must go through, whatever failed
+        _record_failure(
+            settings, event, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}", env
+        )
+        return HookReply()
+
+
+def answer(event: str, raw: bytes, *, started: float | None = None) -> str:
+    """Run one hook call in this process, do its bookkeeping, and return its stdout text; never raises."""
+    try:
+        reply = asyncio.run(handle(event, raw, started=started))
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            return ""
+        _record_failure(None, event, f"{type(exc).__name__}: {exc}")
+        return ""
+    reply.finish()
+    return reply.stdout
+
+
+def _hook(event: str, stdin: IO[bytes], stdout: IO[str]) -> None:
+    started = time.monotonic()
+    try:
+        raw = hook_io.read_stdin_bounded(stdin)
+        output = answer(event, raw, started=started)
+        if output:
+            stdout.write(output)
+            stdout.flush()
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            return
+        _record_failure(None, event, f"{type(exc).__name__}: {exc}")
 
 
 def prompt_hook(stdin: IO[bytes], stdout: IO[str]) -> None:
     """UserPromptSubmit: print the documented JSON with the context, or nothing."""
-    started = time.monotonic()
-    settings: Settings | None = None
-    try:
-        raw = hook_io.read_stdin_bounded(stdin)
-        request = hook_io.parse_prompt_payload(raw)
-        if request is None:
-            return
-        settings = _settings(request.cwd)
-        _configure_logging(settings)
-        budget = max(1.0, settings.hook_budget_s - (time.monotonic() - started))
-        result = asyncio.run(
-            _run(settings, request.prompt, request.session_id, store_only=False, budget=budget)
-        )
-        output = hook_io.format_prompt_output(
-            result.get("context") or "", max_chars=min(9000, settings.context_budget_chars + 500)
-        )
-        if output:
-            stdout.write(output)
-            stdout.flush()
-        _after_run(settings, "prompt", request.session_id, result)
-    except BaseException as exc:  # the prompt must go through, whatever failed
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
-            return
-        _record_failure(
-            settings, "prompt", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
-        )
+    _hook("prompt", stdin, stdout)
 
 
 def stop_hook(stdin: IO[bytes], stdout: IO[str]) -> None:
     """Stop: store what the assistant reports having done or decided; print nothing."""
-    settings: Settings | None = None
-    try:
-        raw = hook_io.read_stdin_bounded(stdin)
-        request = hook_io.parse_stop_payload(raw)
-        if request is None or not request.last_assistant_message.strip():
-            return
-        settings = _settings(request.cwd)
-        _configure_logging(settings)
-        result = asyncio.run(
-            _run(
-                settings,
-                request.last_assistant_message,
-                request.session_id,
-                store_only=True,
-                budget=settings.hook_budget_s * 4,
-            )
-        )
-        _after_run(settings, "stop", request.session_id, result)
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
-            return
-        _record_failure(
-            settings, "stop", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
-        )
+    _hook("stop", stdin, stdout)
 
 
 def main(event: str) -> int:

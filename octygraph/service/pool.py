@@ -1,0 +1,148 @@
+"""Open memory stores kept warm by the service, per database file, with one write lock per file.
+
+Each run borrows a store of its own (its own SQLite connection), so runs on one database read at the
+same time (WAL); every write transaction of any run on that database first takes the database's lock,
+so writes queue in order inside the service instead of spinning on SQLite's busy handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from octygraph.embeddings import make_embeddings
+from octygraph.settings import Settings
+from octygraph.store import MemoryStore
+
+MAX_IDLE_PER_DB = 4
+
+
+class LockedStore(MemoryStore):
+    """A store whose write transactions also hold a lock shared by every store on the same file.
+
+    `for_database` makes one subclass per file, so the lock is there from the first transaction
+    (`open` creates the schema in one).
+    """
+
+    write_lock: threading.RLock = threading.RLock()
+
+    @classmethod
+    def for_database(cls, lock: threading.RLock) -> type[LockedStore]:
+        return type("LockedStore", (cls,), {"write_lock": lock})
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        # Always the database lock first, then the connection's: one order, no deadlock.
+        with self.write_lock, super().transaction() as conn:
+            yield conn
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
+
+
+@dataclass
+class _Slot:
+    """The idle stores of one database file and what they were opened on."""
+
+    write_lock: threading.RLock = field(default_factory=threading.RLock)
+    store_cls: type[LockedStore] = LockedStore
+    idle: list[MemoryStore] = field(default_factory=list)
+    identity: tuple[int, int] | None = None
+    leased: int = 0
+    runs: int = 0
+    last_used: float = field(default_factory=time.monotonic)
+
+
+class StorePool:
+    """Lends open stores per database path (and embedding model) to runs in the service."""
+
+    def __init__(self, max_idle: int = MAX_IDLE_PER_DB) -> None:
+        self._max_idle = max_idle
+        self._slots: dict[tuple[str, str], _Slot] = {}
+        self._guard = threading.Lock()
+
+    @staticmethod
+    def _key(settings: Settings) -> tuple[str, str]:
+        backend = settings.embedding_backend
+        model = settings.voyage_model if backend == "voyage" else "local"
+        return (str(settings.paths.db.absolute()), f"{backend}:{model}")
+
+    def _take(self, settings: Settings) -> tuple[_Slot, MemoryStore | None]:
+        """The slot for this database and an idle store, unless the file was replaced or removed."""
+        key = self._key(settings)
+        identity = _identity(settings.paths.db)
+        stale: list[MemoryStore] = []
+        with self._guard:
+            slot = self._slots.get(key)
+            if slot is None:
+                slot = self._slots[key] = _Slot()
+                slot.store_cls = LockedStore.for_database(slot.write_lock)
+            if slot.identity != identity:
+                # `memory unload` or a restore may have replaced the file: old connections see old data.
+                stale, slot.idle = slot.idle, []
+                slot.identity = identity
+            store = slot.idle.pop() if slot.idle else None
+            slot.leased += 1
+        for old in stale:
+            old.close()
+        return slot, store
+
+    def _open(self, settings: Settings, slot: _Slot) -> MemoryStore:
+        paths = settings.paths.ensure()
+        store = slot.store_cls.open(paths.db, make_embeddings(settings))
+        with self._guard:
+            slot.identity = _identity(paths.db)
+        return store
+
+    def _give_back(self, settings: Settings, slot: _Slot, store: MemoryStore | None) -> None:
+        keep = False
+        with self._guard:
+            slot.leased -= 1
+            slot.runs += 1
+            slot.last_used = time.monotonic()
+            if store is not None and _identity(settings.paths.db) == slot.identity:
+                if len(slot.idle) < self._max_idle:
+                    slot.idle.append(store)
+                    keep = True
+        if store is not None and not keep:
+            store.close()
+
+    @asynccontextmanager
+    async def lease(self, settings: Settings) -> AsyncIterator[MemoryStore]:
+        """Borrow a store of the project's database for one run."""
+        slot, store = self._take(settings)
+        try:
+            if store is None:
+                store = await asyncio.to_thread(self._open, settings, slot)
+            yield store
+        finally:
+            self._give_back(settings, slot, store)
+
+    def close_all(self) -> None:
+        """Close every idle store (at shutdown)."""
+        with self._guard:
+            stores = [s for slot in self._slots.values() for s in slot.idle]
+            for slot in self._slots.values():
+                slot.idle = []
+        for store in stores:
+            store.close()
+
+    def stats(self) -> dict[str, Any]:
+        """Databases served so far, with runs and open connections per file."""
+        with self._guard:
+            return {
+                "databases": len(self._slots),
+                "open_connections": sum(len(s.idle) + s.leased for s in self._slots.values()),
+                "runs_by_database": {key[0]: slot.runs for key, slot in self._slots.items()},
+            }

@@ -1,0 +1,404 @@
+"""`octygraph serve`: one resident process per user that answers hook calls on a Unix socket.
+
+It keeps LangGraph, LangChain, the embedding model and open databases loaded, so a hook process only
+pays for Python's start-up and a round trip. It serves every project and Claude session of the user
+(one asyncio loop; runs on one database read concurrently, their writes queue on a per-database lock),
+stops after `OCTY_SERVE_IDLE_S` without requests, and exits when a client runs a different installed
+version or process environment (the client then starts a fresh one).
+
+Files in `$OCTYBOT_HOME`: `octygraph.sock` (0600, in the 0700 folder), `octygraph.pid`, and
+`octygraph.lock`, held with `flock` for the process's life so two services never run at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import concurrent.futures
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+import socket
+import stat
+import struct
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from octygraph.service import protocol
+from octygraph.service.client import ServiceUnavailable, exchange
+
+log = logging.getLogger("octygraph.serve")
+
+READ_TIMEOUT_S = 10.0
+LOCK_WAIT_S = 20.0
+DRAIN_TIMEOUT_S = 60.0
+HOOK_EVENTS = ("prompt", "stop")
+
+
+class ServiceError(Exception):
+    """The service cannot start; the message says why in one sentence."""
+
+
+def _peer_uid(writer: asyncio.StreamWriter) -> int | None:
+    """The uid of the process at the other end (Linux), or None where the OS does not tell."""
+    sock = writer.get_extra_info("socket")
+    option = getattr(socket, "SO_PEERCRED", None)
+    if sock is None or option is None:
+        return None
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    except OSError:
+        return None
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return int(uid)
+
+
+def _answers(sock_path: Path) -> bool:
+    try:
+        exchange(sock_path, {"op": "status"}, 2.0)
+    except ServiceUnavailable:
+        return False
+    return True
+
+
+def acquire_lock(paths: protocol.ServicePaths, wait_s: float = LOCK_WAIT_S) -> int | None:
+    """Take the service lock; None when another service holds it and answers (or never lets go).
+
+    A service that is shutting down still holds the lock while it finishes its last runs but no longer
+    answers; this waits for it rather than giving up at once.
+    """
+    fd = os.open(paths.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            pass
+        if _answers(paths.socket) or time.monotonic() > deadline:
+            os.close(fd)
+            return None
+        time.sleep(0.1)
+
+
+def _remove_stale_socket(path: Path) -> None:
+    """Remove a socket file nobody listens on (we hold the lock, so no live service owns it)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        raise ServiceError(f"{path} is a folder; remove it so the service can use that name.")
+    log.info("removing stale socket %s", path)
+    path.unlink()
+
+
+class Service:
+    """The running service: listener, warm pipeline, store pool, counters and shutdown."""
+
+    def __init__(self, home: Path, idle_s: float) -> None:
+        self.home = home
+        self.paths = protocol.ServicePaths(home)
+        self.idle_s = idle_s
+        self.version = protocol.package_version()
+        self.process_env = protocol.process_env(os.environ)
+        self.started_at = time.time()
+        self.requests = 0
+        self.recent_ms: collections.deque[float] = collections.deque(maxlen=200)
+        self.failures = 0
+        self.active = 0
+        self.last_activity = time.monotonic()
+        self.reason = ""
+        self._stopping: asyncio.Event | None = None
+        self._ready: asyncio.Future[None] | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._socket_id: tuple[int, int] | None = None
+        self._handle: Callable[..., Any] | None = None
+        self._pool: Any = None
+
+    # ------------------------------------------------------------------ start-up
+
+    def _warm_up(self) -> None:
+        """Import the pipeline, load the embedding model and compile the graph once (in a thread)."""
+        t0 = time.perf_counter()
+        from octygraph import hooks
+        from octygraph.graph import build_graph
+        from octygraph.service.pool import StorePool
+        from octygraph.settings import Settings
+
+        self._handle = hooks.handle
+        self._pool = StorePool()
+        build_graph().compile()
+        try:
+            settings = Settings.from_env(cwd=self.home if self.home.is_dir() else None)
+            if settings.embedding_backend == "local":
+                from octygraph.embeddings import local_embeddings
+
+                local_embeddings().embed_array(["warm up"])
+        except Exception as exc:  # a bad setting fails the requests that need it, not the service
+            log.warning("embedding model not preloaded: %s", exc)
+        log.info("warm in %.2f s", time.perf_counter() - t0)
+
+    async def _listen(self) -> None:
+        sock_path = self.paths.socket
+        _remove_stale_socket(sock_path)
+        old_umask = os.umask(0o077)  # the socket is born owner-only
+        try:
+            self._server = await asyncio.start_unix_server(
+                self._on_client, path=os.fspath(sock_path)
+            )
+        finally:
+            os.umask(old_umask)
+        os.chmod(sock_path, 0o600)
+        info = sock_path.stat()
+        self._socket_id = (info.st_dev, info.st_ino)
+
+    # ------------------------------------------------------------------ requests
+
+    async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.active += 1
+        self.last_activity = time.monotonic()
+        after: Callable[[], None] | None = None
+        try:
+            uid = _peer_uid(writer)
+            if uid is not None and uid != os.getuid():
+                log.warning("refused a connection from uid %s", uid)
+                return
+            header = await asyncio.wait_for(
+                reader.readexactly(protocol.HEADER.size), READ_TIMEOUT_S
+            )
+            size = protocol.frame_size(header)
+            message = protocol.decode(
+                await asyncio.wait_for(reader.readexactly(size), READ_TIMEOUT_S)
+            )
+            answer, after = await self._dispatch(message)
+            writer.write(protocol.encode(answer))
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, TimeoutError) as exc:
+            log.info("client went away: %s", type(exc).__name__)
+        except protocol.ProtocolError as exc:
+            log.warning("bad request: %s", exc)
+        except Exception:
+            self.failures += 1
+            log.exception("request failed")
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+            try:
+                if after is not None:
+                    # Manifest, dev log and usage report: after the client has its answer.
+                    await asyncio.to_thread(after)
+            finally:
+                self.active -= 1
+                self.last_activity = time.monotonic()
+
+    async def _dispatch(
+        self, message: dict[str, Any]
+    ) -> tuple[dict[str, Any], Callable[[], None] | None]:
+        op = message.get("op")
+        if op == "status":
+            return {"status": "ok", "health": self.health()}, None
+        if op == "stop":
+            self.shutdown("asked to stop")
+            return {"status": "ok", "pid": os.getpid()}, None
+        if op != "hook":
+            return {"status": "error", "message": f"unknown op {op!r}"}, None
+        reason = ""
+        if message.get("version") != self.version:
+            reason = f"version {message.get('version')} != {self.version}"
+        elif message.get("process_env") != self.process_env:
+            theirs = message.get("process_env")
+            names = set(theirs) if isinstance(theirs, dict) else set()
+            differ = sorted(
+                n
+                for n in names | set(self.process_env)
+                if (theirs or {}).get(n) != self.process_env.get(n)
+            )
+            # Names only: values may be secrets.
+            reason = f"the client's environment differs ({', '.join(differ[:5])})"
+        if reason:
+            self.shutdown(f"restart: {reason}")
+            return {"status": "restart", "reason": reason}, None
+        return await self._hook(message)
+
+    async def _hook(
+        self, message: dict[str, Any]
+    ) -> tuple[dict[str, Any], Callable[[], None] | None]:
+        received = time.monotonic()
+        event = str(message.get("event") or "")
+        if event not in HOOK_EVENTS:
+            return {"status": "error", "message": f"unknown event {event!r}"}, None
+        raw = base64.b64decode(str(message.get("payload_b64") or ""), validate=False)
+        elapsed = message.get("elapsed_s")
+        started = received - (float(elapsed) if isinstance(elapsed, int | float) else 0.0)
+        requested = message.get("env")
+        pairs = requested.items() if isinstance(requested, dict) else ()
+        env = protocol.service_env(os.environ, {str(k): str(v) for k, v in pairs})
+        assert self._ready is not None
+        await self._ready
+        assert self._handle is not None and self._pool is not None
+        reply = await self._handle(
+            event,
+            raw,
+            env=env,
+            cwd=str(message.get("cwd") or "") or None,
+            stores=self._pool.lease,
+            started=started,
+        )
+        self.requests += 1
+        took_ms = (time.monotonic() - received) * 1000
+        self.recent_ms.append(took_ms)
+        log.info("%s answered in %.0f ms (%d chars)", event, took_ms, len(reply.stdout))
+        return {"status": "ok", "stdout": reply.stdout}, reply.after
+
+    def health(self) -> dict[str, Any]:
+        """What `octygraph serve status` shows."""
+        pool = self._pool.stats() if self._pool is not None else {}
+        recent = sorted(self.recent_ms)
+        return {
+            "pid": os.getpid(),
+            "uptime_s": round(time.time() - self.started_at, 1),
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(self.started_at)),
+            "version": self.version,
+            "socket": str(self.paths.socket),
+            "requests": self.requests,
+            "failures": self.failures,
+            # Time inside the service per hook call, over the last 200 calls.
+            "median_ms": round(recent[len(recent) // 2], 1) if recent else None,
+            "p95_ms": round(recent[min(len(recent) - 1, int(0.95 * len(recent)))], 1)
+            if recent
+            else None,
+            "active": self.active,
+            "warm": bool(self._ready is not None and self._ready.done()),
+            "idle_timeout_s": self.idle_s,
+            "idle_for_s": round(time.monotonic() - self.last_activity, 1),
+            "python": sys.executable,
+            **pool,
+        }
+
+    # ------------------------------------------------------------------ shutdown
+
+    def shutdown(self, reason: str) -> None:
+        """Stop taking requests; the ones under way finish first."""
+        if self._stopping is not None and not self._stopping.is_set():
+            self.reason = reason
+            log.info("shutting down: %s", reason)
+            self._stopping.set()
+
+    async def _watch_idle(self) -> None:
+        assert self._stopping is not None
+        interval = max(0.05, min(5.0, self.idle_s / 4))
+        while not self._stopping.is_set():
+            await asyncio.sleep(interval)
+            idle_for = time.monotonic() - self.last_activity
+            if self.active == 0 and idle_for >= self.idle_s:
+                self.shutdown(f"idle for {idle_for:.0f} s")
+
+    def _unlink_socket(self) -> None:
+        # Only our own file: a new service may already have bound a fresh one at that path.
+        try:
+            info = self.paths.socket.lstat()
+        except OSError:
+            return
+        if (info.st_dev, info.st_ino) == self._socket_id:
+            with contextlib.suppress(OSError):
+                self.paths.socket.unlink()
+
+    async def run(self) -> None:
+        """Serve until stopped, idle, or asked to restart."""
+        loop = asyncio.get_running_loop()
+        # Runs cut off by their budget leave worker threads behind; keep room for the next runs.
+        loop.set_default_executor(
+            concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="octy")
+        )
+        self._stopping = asyncio.Event()
+        self._ready = loop.create_future()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.shutdown, f"signal {sig.name}")
+        await self._listen()
+        log.info(
+            "listening on %s (pid %d, version %s)", self.paths.socket, os.getpid(), self.version
+        )
+
+        async def warm() -> None:
+            try:
+                await asyncio.to_thread(self._warm_up)
+            except BaseException as exc:
+                log.exception("warm-up failed")
+                assert self._ready is not None
+                self._ready.set_exception(exc)
+                self.shutdown(f"warm-up failed: {exc}")
+            else:
+                assert self._ready is not None
+                self._ready.set_result(None)
+
+        warming = asyncio.create_task(warm())
+        watcher = asyncio.create_task(self._watch_idle())
+        try:
+            await self._stopping.wait()
+        finally:
+            assert self._server is not None
+            self._server.close()
+            self._unlink_socket()
+            deadline = time.monotonic() + DRAIN_TIMEOUT_S
+            while self.active and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            watcher.cancel()
+            with contextlib.suppress(BaseException):
+                await warming
+            if self._pool is not None:
+                self._pool.close_all()
+            log.info("stopped (%s) after %d requests", self.reason, self.requests)
+
+
+def serve(home: Path, idle_s: float | None = None) -> int:
+    """Run the service in this process until it stops; returns an exit code.
+
+    Raises:
+        ServiceError: another service already runs for this home, or the socket path is unusable.
+    """
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with contextlib.suppress(OSError):
+        home.chmod(0o700)
+    paths = protocol.ServicePaths(home)
+    lock_fd = acquire_lock(paths)
+    if lock_fd is None:
+        raise ServiceError(
+            f"A memory service is already running for {home}; see `octygraph serve status`."
+        )
+    try:
+        paths.pid_file.write_text(f"{os.getpid()}\n")
+        with contextlib.suppress(OSError):
+            paths.pid_file.chmod(0o600)
+        service = Service(home, idle_s or protocol.idle_timeout_s(os.environ))
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(service.run())
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            # Unlike asyncio.run, do not wait for worker threads a budget cut off: close() lets them be.
+            loop.close()
+    finally:
+        with contextlib.suppress(OSError):
+            if paths.pid_file.read_text().strip() == str(os.getpid()):
+                paths.pid_file.unlink()
+        os.close(lock_fd)  # releases the flock
+    return 0
+
+
+def configure_logging() -> None:
+    """One line per event on stderr (the log file when the service runs detached)."""
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.WARNING,
+        format="%(asctime)s octygraph-serve[%(process)d] %(levelname)s %(message)s",
+    )
+    # The service's own events; the pipeline's stage logs stay out unless verbose mode asks for them.
+    log.setLevel(logging.INFO)

@@ -1,0 +1,444 @@
+"""The resident memory service and the hook's thin client, as Claude Code runs them.
+
+Real processes and real Unix sockets: `python -m octygraph serve` in the background, hooks as new
+processes with JSON on stdin. OCTYBOT_HOME is a short folder in /tmp because a socket path must fit in
+about 100 bytes. Every service a test starts (itself or through a hook) is stopped by its finalizer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from octygraph.service import client, protocol
+from octygraph.store import MemoryStore
+
+BUDGET_S = "30"  # generous: these machines are often busy
+HEAVY = ("typer", "rich", "langchain_core", "langgraph", "numpy", "onnxruntime", "pydantic")
+
+
+def _payload(prompt: str, cwd: Path, session: str = "s-1") -> str:
+    return json.dumps(
+        {
+            "session_id": session,
+            "transcript_path": str(cwd / "t.jsonl"),
+            "cwd": str(cwd),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": prompt,
+        }
+    )
+
+
+def _context(stdout: str) -> str:
+    return str(json.loads(stdout)["hookSpecificOutput"]["additionalContext"]) if stdout else ""
+
+
+@dataclass
+class Env:
+    """A private OCTYBOT_HOME with two project folders, and helpers to run octygraph in it."""
+
+    home: Path
+    base: dict[str, str]
+    served: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def env(self, project: str = "alpha", **extra: str) -> dict[str, str]:
+        return {**self.base, "OCTYBOT_PROJECT": project, **extra}
+
+    def folder(self, project: str) -> Path:
+        path = self.home.parent / f"{self.home.name}-{project}"
+        path.mkdir(exist_ok=True)
+        return path
+
+    def cli(self, *args: str, project: str = "alpha") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "octygraph", *args],
+            capture_output=True,
+            text=True,
+            env=self.env(project),
+            cwd=self.folder(project),
+            timeout=120,
+        )
+
+    def hook(
+        self, prompt: str, project: str = "alpha", *, flags: tuple[str, ...] = (), **extra: str
+    ) -> subprocess.CompletedProcess[str]:
+        """The prompt hook through the console-script entry, as a new process."""
+        cwd = self.folder(project)
+        return subprocess.run(
+            [sys.executable, *flags, "-m", "octygraph.entry", "hook", "prompt"],
+            input=_payload(prompt, cwd),
+            capture_output=True,
+            text=True,
+            env=self.env(project, **extra),
+            cwd=cwd,
+            timeout=120,
+        )
+
+    def served_hook(
+        self, prompt: str, project: str = "alpha", *, flags: tuple[str, ...] = ()
+    ) -> subprocess.CompletedProcess[str]:
+        """A hook call that the warm service answered.
+
+        Others edit this checkout while tests run, and a changed package makes the service restart (as it
+        should); then the call went in-process, so wait for the fresh service and call again.
+        """
+        for _ in range(3):
+            assert self.wait(lambda h: h["running"] and h.get("warm")), "no warm service"
+            before = self.health()
+            result = self.hook(prompt, project, flags=flags)
+            after = self.health()
+            if after.get("pid") == before["pid"] and after["requests"] == before["requests"] + 1:
+                return result
+        raise AssertionError("the service never answered the hook")
+
+    def start(self, idle: str = "120") -> subprocess.Popen[bytes]:
+        """`octygraph serve` in the background; returns once it answers and is warm."""
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "octygraph", "serve", "--idle", idle],
+            env=self.base,
+            cwd=self.home,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.served.append(proc)
+        assert self.wait(lambda h: h["running"] and h.get("warm")), "the service never became ready"
+        return proc
+
+    def health(self) -> dict[str, Any]:
+        return client.health_at(self.home)
+
+    def wait(self, check: Callable[[dict[str, Any]], object], timeout: float = 60) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if check(self.health()):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def stop_everything(self) -> None:
+        """Stop whatever service runs for this home, including ones a hook started detached."""
+        deadline = time.monotonic() + 30
+        quiet_since: float | None = None
+        while time.monotonic() < deadline:
+            client.stop_service(self.home, timeout_s=10)
+            if client.read_pid(self.home) is None:
+                quiet_since = quiet_since or time.monotonic()
+                # A service that lost the start-up race may still take over: wait until it is quiet.
+                if time.monotonic() - quiet_since > 0.5:
+                    break
+            else:
+                quiet_since = None
+            time.sleep(0.05)
+        pid = client.read_pid(self.home)
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
+        for proc in self.served:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture
+def env() -> Iterator[Env]:
+    home = Path(tempfile.mkdtemp(prefix="oy", dir="/tmp")) / "h"
+    base = {k: v for k, v in os.environ.items() if k not in ("OCTY_NO_SERVICE", "OCTY_NO_HOOKS")}
+    base.update(
+        {"OCTYBOT_HOME": str(home), "OCTY_HOOK_BUDGET_S": BUDGET_S, "OCTY_SERVE_IDLE_S": "120"}
+    )
+    base.pop("OCTYBOT_PROJECT", None)
+    home.mkdir()
+    e = Env(home, base)
+    try:
+        yield e
+    finally:
+        e.stop_everything()
+        log = protocol.ServicePaths(home).log_file
+        if log.exists():  # shown by pytest when the test failed
+            print(log.read_text(errors="replace")[-4000:])
+        shutil.rmtree(home.parent, ignore_errors=True)
+
+
+def _remember(e: Env, text: str, project: str = "alpha", *entities: str) -> None:
+    args = ["memory", "add", text]
+    for name in entities:
+        args += ["--entity", name]
+    result = e.cli(*args, project=project)
+    assert result.returncode == 0, result.stderr
+
+
+def _nodes(e: Env, project: str) -> list[str]:
+    from octygraph.embeddings import local_embeddings
+
+    db = e.home / "projects" / project / "memory" / "memory.db"
+    with MemoryStore.open(db, local_embeddings(), create=False) as store:
+        return [n.content for n in store.iter_all()]
+
+
+@pytest.mark.slow
+def test_warm_service_serves_hooks_and_status_and_stop(env: Env) -> None:
+    _remember(env, "Peter handles the Anderson account", "alpha", "Peter", "Anderson")
+    proc = env.start()
+    sock = protocol.ServicePaths(env.home).socket
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+    assert stat.S_IMODE(env.home.stat().st_mode) == 0o700
+
+    result = env.served_hook("Who handles Anderson?")
+    assert result.returncode == 0
+    assert "Peter handles the Anderson account" in _context(result.stdout)
+
+    status = env.cli("serve", "status", "--json")
+    assert status.returncode == 0, status.stderr
+    health = json.loads(status.stdout)
+    assert health["running"] is True and health["pid"] == client.read_pid(env.home)
+    assert health["requests"] == 1 and health["databases"] == 1
+    assert health["version"] == protocol.package_version()
+
+    stopped = env.cli("serve", "stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert f"stopped (pid {health['pid']})" in stopped.stdout
+    assert proc.wait(timeout=20) == 0
+    assert not sock.exists() and not protocol.ServicePaths(env.home).pid_file.exists()
+    assert "not running" in env.cli("serve", "status").stdout
+    assert env.cli("serve", "stop").stdout.strip() == "Memory service: not running."
+
+
+@pytest.mark.slow
+def test_thin_client_imports_nothing_heavy(env: Env) -> None:
+    _remember(env, "Maria owns the billing service", "alpha", "Maria")
+    env.start()
+    result = env.served_hook("Who owns the billing service?", flags=("-X", "importtime"))
+    assert result.returncode == 0
+    assert "Maria owns the billing service" in _context(result.stdout)
+    imported = {
+        line.rsplit("|", 1)[-1].strip().split(".")[0]
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "octygraph" in imported and "socket" in imported
+    assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
+
+
+@pytest.mark.slow
+def test_killed_service_is_bypassed_then_replaced(env: Env) -> None:
+    _remember(env, "Always run the tests before deploying", "alpha")
+    first = env.start()
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait(timeout=10)
+    assert protocol.ServicePaths(env.home).socket.exists()  # left behind by the killed process
+
+    result = env.hook("How do we deploy?")
+    assert result.returncode == 0
+    assert "Always run the tests before deploying" in _context(result.stdout)
+
+    # The hook started a fresh service; the next prompt goes through it.
+    assert env.wait(lambda h: h["running"] and h.get("warm") and h["pid"] != first.pid)
+    again = env.served_hook("How do we deploy?")
+    assert "Always run the tests before deploying" in _context(again.stdout)
+
+
+@pytest.mark.slow
+def test_stale_socket_file_is_handled(env: Env) -> None:
+    _remember(env, "Peter handles the Anderson account", "alpha", "Peter", "Anderson")
+    sock_path = protocol.ServicePaths(env.home).socket
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(sock_path))
+    stale.close()  # the file stays, nobody listens
+    assert env.health()["state"] == "stale socket"
+
+    result = env.hook("Who handles Anderson?")
+    assert result.returncode == 0
+    assert "Peter handles the Anderson account" in _context(result.stdout)
+    assert env.wait(lambda h: h["running"] and h.get("warm"))
+    assert "Peter handles the Anderson account" in _context(env.served_hook("Who is Peter?").stdout)
+
+
+@pytest.mark.slow
+def test_ten_concurrent_hooks_from_two_projects(env: Env) -> None:
+    _remember(env, "Peter handles the Anderson account", "alpha", "Peter", "Anderson")
+    _remember(env, "Peter handles the Zeta migration", "beta", "Peter", "Zeta")
+    pid = env.start().pid
+    facts = {
+        "alpha": [f"{name} owns the {thing} service" for name, thing in _PAIRS[:5]],
+        "beta": [f"{name} owns the {thing} service" for name, thing in _PAIRS[5:]],
+    }
+    jobs = [
+        (project, f"{fact}. What does Peter handle?")
+        for project in facts
+        for fact in facts[project]
+    ]
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        results = list(pool.map(lambda job: env.hook(job[1], job[0]), jobs))
+
+    for (project, _), result in zip(jobs, results, strict=True):
+        assert result.returncode == 0
+        context = _context(result.stdout)
+        own, other = ("Anderson", "Zeta") if project == "alpha" else ("Zeta", "Anderson")
+        assert f"Peter handles the {own}" in context
+        assert other not in context
+    health = env.health()
+    if health.get("pid") == pid:  # unless a change to the package restarted it meanwhile
+        assert health["requests"] == len(jobs)
+    for project, told in facts.items():
+        stored = "\n".join(_nodes(env, project))
+        assert all(fact in stored for fact in told), (project, stored)
+        elsewhere = facts["beta" if project == "alpha" else "alpha"]
+        assert not any(fact in stored for fact in elsewhere)
+
+
+_PAIRS = [
+    ("Jonas", "billing"),
+    ("Aiko", "search"),
+    ("Rahul", "payments"),
+    ("Lena", "reporting"),
+    ("Tomas", "mailer"),
+    ("Greta", "inventory"),
+    ("Omar", "checkout"),
+    ("Ines", "ledger"),
+    ("Karl", "shipping"),
+    ("Yuki", "catalog"),
+]
+
+
+@pytest.mark.slow
+def test_stop_hook_through_the_service_stores_and_lists_it(env: Env) -> None:
+    env.start()
+    cwd = env.folder("alpha")
+    payload = json.dumps(
+        {
+            "session_id": "s-stop",
+            "cwd": str(cwd),
+            "hook_event_name": "Stop",
+            "stop_hook_active": False,
+            "last_assistant_message": "I migrated the billing service to Postgres 16.",
+        }
+    )
+    before = env.health()
+    result = subprocess.run(
+        [sys.executable, "-m", "octygraph.entry", "hook", "stop"],
+        input=payload,
+        capture_output=True,
+        text=True,
+        env=env.env("alpha"),
+        cwd=cwd,
+        timeout=120,
+    )
+    assert result.returncode == 0 and result.stdout == ""
+    after = env.health()
+    if after.get("pid") == before["pid"]:  # unless a change to the package restarted it meanwhile
+        assert after["requests"] == before["requests"] + 1
+    assert "Postgres 16" in "\n".join(_nodes(env, "alpha"))
+    # The manifest is written just after the answer; give the service a moment.
+    deadline = time.monotonic() + 10
+    listed: list[dict[str, Any]] = []
+    while time.monotonic() < deadline and not listed:
+        shown = env.cli("memory", "manifest", "--session", "s-stop", "--json")
+        listed = json.loads(shown.stdout) if shown.returncode == 0 else []
+        time.sleep(0.1)
+    assert listed and all(e["source"] == "claude" for e in listed)
+
+
+@pytest.mark.slow
+def test_idle_service_stops_by_itself(env: Env) -> None:
+    proc = env.start(idle="0.5")
+    assert proc.wait(timeout=20) == 0
+    paths = protocol.ServicePaths(env.home)
+    assert not paths.socket.exists() and not paths.pid_file.exists()
+    assert env.health()["running"] is False
+
+
+@pytest.mark.slow
+def test_other_version_restarts_the_service(env: Env) -> None:
+    _remember(env, "Maria owns the billing service", "alpha", "Maria")
+    old = env.start()
+    message = client.hook_request("prompt", b"{}", env.env(), 0.0)
+    answer = client.exchange(
+        protocol.ServicePaths(env.home).socket, {**message, "version": "0.0.1+0"}, 10
+    )
+    assert answer["status"] == "restart"
+    assert old.wait(timeout=20) == 0
+
+    result = env.hook("Who owns the billing service?")
+    assert "Maria owns the billing service" in _context(result.stdout)
+    assert env.wait(lambda h: h["running"] and h["pid"] != old.pid)
+
+
+@pytest.mark.slow
+def test_second_service_refuses_to_start(env: Env) -> None:
+    first = env.start()
+    second = subprocess.run(
+        [sys.executable, "-m", "octygraph", "serve"],
+        capture_output=True,
+        text=True,
+        env=env.base,
+        timeout=60,
+    )
+    assert second.returncode == 1
+    assert "already running" in second.stderr
+    assert env.health()["pid"] == first.pid
+
+
+@pytest.mark.slow
+def test_no_service_and_no_hooks_switches(env: Env) -> None:
+    _remember(env, "Peter handles the Anderson account", "alpha", "Peter", "Anderson")
+    result = env.hook("Who handles Anderson?", OCTY_NO_SERVICE="1")
+    assert "Peter handles the Anderson account" in _context(result.stdout)
+    time.sleep(0.5)
+    assert client.read_pid(env.home) is None
+    assert not protocol.ServicePaths(env.home).socket.exists()
+
+    off = env.hook("Who handles Anderson?", OCTY_NO_HOOKS="1")
+    assert off.returncode == 0 and off.stdout == ""
+    skipped = env.hook("/octybot memory list")
+    assert skipped.returncode == 0 and skipped.stdout == ""
+    assert client.read_pid(env.home) is None  # nothing worth running: no service started
+
+
+def test_protocol_frames_and_socket_paths(tmp_path: Path) -> None:
+    message = {"op": "hook", "text": "naïve ✓", "n": 3}
+    frame = protocol.encode(message)
+    size = protocol.frame_size(frame[: protocol.HEADER.size])
+    assert protocol.decode(frame[protocol.HEADER.size :][:size]) == message
+    with pytest.raises(protocol.ProtocolError):
+        protocol.frame_size(protocol.HEADER.pack(protocol.MAX_FRAME + 1))
+    with pytest.raises(protocol.ProtocolError):
+        protocol.decode(b"[1, 2]")
+    short = protocol.ServicePaths(Path("/tmp/oy1")).socket
+    assert short == Path("/tmp/oy1/octygraph.sock")
+    deep = protocol.ServicePaths(tmp_path / ("x" * 120)).socket
+    assert len(str(deep)) <= protocol.MAX_SOCKET_PATH
+    assert stat.S_IMODE(deep.parent.stat().st_mode) == 0o700
+    # Settings variables travel with each request; the others decide whether a service can be reused.
+    env = {"OCTYBOT_PROJECT": "a", "OCTY_OPENROUTER_BASE_URL": "http://x", "HOME": "/root"}
+    assert protocol.request_env(env) == {"OCTYBOT_PROJECT": "a"}
+    assert protocol.process_env({**env, "OCTY_NO_SERVICE": "1"}) == {
+        "OCTY_OPENROUTER_BASE_URL": "http://x"
+    }
+    merged = protocol.service_env({"PATH": "/bin", "DB_PATH": "/old.db"}, {"OCTYBOT_PROJECT": "a"})
+    assert merged == {"PATH": "/bin", "OCTYBOT_PROJECT": "a"}
+
+
+def test_health_of_a_home_without_service(tmp_path: Path) -> None:
+    from octygraph.service import service_health
+    from octygraph.settings import Settings
+
+    settings = Settings.from_env(env={"OCTYBOT_HOME": str(tmp_path / "h")}, cwd=tmp_path)
+    health = service_health(settings)
+    assert health["running"] is False and health["state"] == "stopped"
+    assert health["pid"] is None
+    assert health["socket"].endswith("octygraph.sock")
