@@ -15,6 +15,7 @@ from octygraph.settings import Settings
 from octygraph.store import MemoryStore
 
 _OPEN_LOCK = threading.Lock()
+_GAZETTEERS: dict[str, tuple[Any, Any]] = {}
 
 
 @dataclass(kw_only=True)
@@ -60,7 +61,15 @@ class Context:
         if self._gazetteer is None:
             from octygraph.heuristics import Gazetteer
 
-            self._gazetteer = Gazetteer(self.memory().entity_kinds())
+            store = self.memory()
+            # A resident service runs many prompts on one store: rebuild only when the data changed.
+            key = (str(store.path), store.revision())
+            cached = _GAZETTEERS.get(key[0])
+            if cached is not None and cached[0] == key:
+                self._gazetteer = cached[1]
+            else:
+                self._gazetteer = Gazetteer(store.entity_kinds())
+                _GAZETTEERS[key[0]] = (key, self._gazetteer)
         return self._gazetteer
 
     def get_settings(self) -> Settings:

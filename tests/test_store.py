@@ -288,3 +288,38 @@ def test_two_processes_write_concurrently_without_loss(
             ).fetchone()[0]
             == 40
         )
+
+
+def test_vector_cache_matches_sqlite_vec_and_stays_fresh(tmp_path: Path, embedder: LocalEmbeddings) -> None:
+    path = tmp_path / "cached.db"
+    plain = MemoryStore.open(path, embedder)
+    cached = MemoryStore.open(path, embedder)
+    cached.enable_vector_cache()
+    try:
+        plain.add_nodes([NewNode("fact", doc) for doc, _ in PARAPHRASES] + [NewNode("fact", d) for d in DISTRACTORS])
+
+        def same(query: str, **kw: object) -> list[str]:
+            a = [(h.node.id, round(h.cosine, 4)) for h in plain.search(query, **kw)]  # type: ignore[arg-type]
+            b = [(h.node.id, round(h.cosine, 4)) for h in cached.search(query, **kw)]  # type: ignore[arg-type]
+            assert a == b
+            return [i for i, _ in b]
+
+        for _, query in PARAPHRASES:
+            same(query, mode="vector")
+            same(query)
+        # Written through another connection: seen at the next search.
+        new = plain.add_node("fact", "The Falcon release train leaves every second Tuesday")
+        assert same("when does the Falcon release ship", mode="vector")[0] == new.id
+        # Written through the cached store itself.
+        own = cached.add_node("fact", "Quokka is the codename of the mobile app")
+        assert same("mobile app codename", mode="vector")[0] == own.id
+        # Superseded and deleted nodes drop out; re-embedding reloads.
+        replaced = cached.supersede(own.id, "Quokka was renamed Wombat")
+        assert own.id not in same("mobile app codename", mode="vector")
+        plain.delete_node(replaced.id)
+        assert replaced.id not in same("renamed Wombat", mode="vector")
+        plain.reindex()
+        same("WiFi problem", mode="vector")
+    finally:
+        plain.close()
+        cached.close()

@@ -101,6 +101,7 @@ class StorePool:
     def _open(self, settings: Settings, slot: _Slot) -> MemoryStore:
         paths = settings.paths.ensure()
         store = slot.store_cls.open(paths.db, make_embeddings(settings))
+        store.enable_vector_cache()  # the service searches often: NumPy over RAM beats a vec0 scan
         with self._guard:
             slot.identity = _identity(paths.db)
         return store

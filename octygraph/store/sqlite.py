@@ -31,6 +31,7 @@ from octygraph.store.schema import (
     SUBTYPES,
     vec_ddl,
 )
+from octygraph.store.vector_cache import VectorCache, cache_for, note_write, write_count
 
 SearchMode = Literal["hybrid", "vector", "keyword"]
 
@@ -276,6 +277,23 @@ class MemoryStore:
         self.embedder = embedder
         self._conn = conn
         self._lock = threading.RLock()
+        self._vector_cache: VectorCache | None = None
+
+    def enable_vector_cache(self) -> None:
+        """Serve vector searches from an in-memory matrix (for long-running processes; see vector_cache)."""
+        self._vector_cache = cache_for(str(self.path.resolve()))
+
+    def revision(self) -> tuple[int, int, int]:
+        """Changes whenever the database may have changed, as seen through this store's connection."""
+        with self._lock:
+            version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+        return id(self._conn), version, write_count(str(self.path.resolve()))
+
+    def _cached(self) -> VectorCache | None:
+        cache = self._vector_cache
+        if cache is not None:
+            cache.refresh(self._conn)
+        return cache
 
     # ------------------------------------------------------------------ opening
 
@@ -373,6 +391,8 @@ class MemoryStore:
 
     def close(self) -> None:
         with self._lock:
+            if self._vector_cache is not None:
+                self._vector_cache.seen.pop(id(self._conn), None)
             try:
                 self._conn.close()
             except Exception:
@@ -400,6 +420,7 @@ class MemoryStore:
                 raise
             else:
                 conn.execute("COMMIT")
+                note_write(str(self.path.resolve()))
 
     def meta(self) -> dict[str, str]:
         with self._lock:
@@ -940,6 +961,15 @@ class MemoryStore:
         ids = list(dict.fromkeys(ids))
         out: dict[str, float] = {}
         with self._lock:
+            cache = self._cached()
+            if cache is not None:
+                found = cache.vectors(ids)
+                if found and next(iter(found.values())).shape[0] != query_vec.shape[0]:
+                    raise EmbeddingMismatch(
+                        "Stored vectors have another dimension than the query; run `octygraph reindex`."
+                    )
+                q = query_vec.astype(np.float32)
+                return {i: float(v @ q) for i, v in found.items()}
             for start in range(0, len(ids), 500):
                 part = ids[start : start + 500]
                 marks = ",".join("?" * len(part))
@@ -966,6 +996,10 @@ class MemoryStore:
         types: Sequence[str] | None,
         include_superseded: bool,
     ) -> list[tuple[str, float]]:
+        with self._lock:
+            cache = self._cached()
+        if cache is not None:
+            return cache.knn(query_vec, k, types, include_superseded)
         sql = "SELECT rowid, distance FROM vec_nodes WHERE embedding MATCH ? AND k = ?"
         args: list[Any] = [query_vec.astype(np.float32).tobytes(), int(k)]
         if not include_superseded:
@@ -1089,6 +1123,9 @@ class MemoryStore:
         """Stored vectors of these nodes (unit length), by id."""
         out: dict[str, np.ndarray] = {}
         with self._lock:
+            cache = self._cached()
+            if cache is not None:
+                return cache.vectors(ids)
             for start in range(0, len(ids), 500):
                 part = list(ids[start : start + 500])
                 marks = ",".join("?" * len(part))

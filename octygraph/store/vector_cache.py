@@ -1,0 +1,139 @@
+"""An in-memory copy of a database's vectors, for long-running processes (the resident service).
+
+sqlite-vec scans the whole vec0 table for every KNN query (about 20 ms at 20,000 nodes on 2 cores); NumPy
+does the same scan over a matrix in RAM in about 1 ms. Loading the matrix costs about 90 ms, so only a
+process that searches many times (the service) turns it on.
+
+Freshness: each connection remembers the `PRAGMA data_version` (changes when *another* connection
+commits) and this process's write counter for the file (changes when any of our own connections commits)
+it last saw. When either moved, the cache appends new rows and re-reads which nodes are superseded; a
+deletion or a re-embedding (fewer rows, or a row that changed) reloads it whole.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+_WRITES: dict[str, int] = {}
+_REGISTRY: dict[str, VectorCache] = {}
+_LOCK = threading.Lock()
+
+
+def note_write(path: str) -> None:
+    """Called after every commit by this process to `path`."""
+    with _LOCK:
+        _WRITES[path] = _WRITES.get(path, 0) + 1
+
+
+def write_count(path: str) -> int:
+    """How many commits this process has made to `path`."""
+    return _WRITES.get(path, 0)
+
+
+def cache_for(path: str) -> VectorCache:
+    """The shared cache of one database file (one per process)."""
+    with _LOCK:
+        cache = _REGISTRY.get(path)
+        if cache is None:
+            cache = _REGISTRY[path] = VectorCache(path)
+        return cache
+
+
+@dataclass
+class VectorCache:
+    path: str
+    rowids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    ids: list[str] = field(default_factory=list)
+    types: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
+    active: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    matrix: np.ndarray | None = None
+    max_rowid: int = 0
+    index: dict[str, int] = field(default_factory=dict)
+    seen: dict[int, tuple[int, int]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def refresh(self, conn: Any) -> None:
+        """Bring the cache up to date for a search through `conn` (cheap when nothing changed)."""
+        key = (int(conn.execute("PRAGMA data_version").fetchone()[0]), _WRITES.get(self.path, 0))
+        with self.lock:
+            if self.matrix is not None and self.seen.get(id(conn)) == key:
+                return
+            count, top = conn.execute(
+                "SELECT count(*), coalesce(max(rowid), 0) FROM embeddings"
+            ).fetchone()
+            rows = conn.execute(
+                "SELECT e.rowid, e.node_id, e.node_type, e.vector FROM embeddings e "
+                "WHERE e.rowid > ? ORDER BY e.rowid",
+                (self.max_rowid if self.matrix is not None else -1,),
+            ).fetchall()
+            if self.matrix is None or len(self.ids) + len(rows) != count:
+                # Deleted or re-embedded rows: start again from the table.
+                rows = conn.execute(
+                    "SELECT e.rowid, e.node_id, e.node_type, e.vector FROM embeddings e ORDER BY e.rowid"
+                ).fetchall()
+                self._reset()
+            if rows:
+                mat = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(
+                    len(rows), -1
+                )
+                start = len(self.ids)
+                self.matrix = (
+                    mat.copy()
+                    if self.matrix is None or start == 0
+                    else np.vstack([self.matrix, mat])
+                )
+                self.rowids = np.concatenate(
+                    [self.rowids, np.array([r[0] for r in rows], dtype=np.int64)]
+                )
+                self.types = np.concatenate(
+                    [self.types, np.array([r[2] for r in rows], dtype=object)]
+                )
+                for offset, row in enumerate(rows):
+                    self.index[row[1]] = start + offset
+                self.ids.extend(r[1] for r in rows)
+            self.max_rowid = int(top)
+            superseded = {
+                r[0] for r in conn.execute("SELECT id FROM nodes WHERE superseded_by IS NOT NULL")
+            }
+            self.active = np.array([i not in superseded for i in self.ids], dtype=bool)
+            if self.matrix is None:
+                self.matrix = np.zeros((0, 0), dtype=np.float32)
+            self.seen[id(conn)] = key
+
+    def _reset(self) -> None:
+        self.rowids = np.zeros(0, dtype=np.int64)
+        self.ids = []
+        self.types = np.zeros(0, dtype=object)
+        self.active = np.zeros(0, dtype=bool)
+        self.matrix = None
+        self.index = {}
+
+    def knn(
+        self, query: np.ndarray, k: int, types: Sequence[str] | None, include_superseded: bool
+    ) -> list[tuple[str, float]]:
+        """The k nearest nodes by cosine (vectors are unit length), filtered like the vec0 query."""
+        with self.lock:
+            if self.matrix is None or not self.ids:
+                return []
+            sims = self.matrix @ query.astype(np.float32)
+            mask = np.ones(len(self.ids), dtype=bool) if include_superseded else self.active.copy()
+            if types:
+                mask &= np.isin(self.types, list(types))
+            sims = np.where(mask, sims, -np.inf)
+            k = min(k, int(mask.sum()))
+            if k <= 0:
+                return []
+            top = np.argpartition(-sims, k - 1)[:k]
+            top = top[np.argsort(-sims[top], kind="stable")]
+            return [(self.ids[i], float(sims[i])) for i in top]
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        with self.lock:
+            if self.matrix is None:
+                return {}
+            return {i: self.matrix[self.index[i]] for i in ids if i in self.index}
