@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from octygraph.service import service_health
+
 if TYPE_CHECKING:
     from octygraph.profiles import LoadResult, MemoryProfiles
     from octygraph.profiles.graph import ProgressFn
@@ -181,6 +183,7 @@ def memory_active(
     settings = profiles.settings
     state = profiles.state()
     stats = profiles.active_stats()
+    health = service_health(settings)
     payload = {
         "project": settings.project_id,
         "profile": state["current_profile"],
@@ -190,6 +193,7 @@ def memory_active(
         "db": str(settings.paths.db),
         "configured_model": profiles.embedder.model_id,
         "stats": stats,
+        "service": health,
     }
     if as_json:
         _echo_json(payload)
@@ -202,6 +206,7 @@ def memory_active(
         profile += f", loaded {state['loaded_at']} from {origin}"
     _print(f"Profile     {profile}")
     _print(f"Database    {settings.paths.db}")
+    _print(f"Service     {_service_line(health)}")
     if stats is None:
         _print(
             "            not created yet; load one with `octygraph memory load small-baseline` "
@@ -227,6 +232,18 @@ def memory_active(
         ]
         detail = f"  ({', '.join(subtypes)})" if subtypes else ""
         _print(f"  {node_type:<12}{count:>8,}{detail}")
+
+
+def _service_line(health: dict[str, Any]) -> str:
+    """One line on the resident service that keeps hooks fast."""
+    if not health.get("running"):
+        return "not running (the next hook starts it; `octygraph serve` runs it in the foreground)"
+    line = f"running, pid {health.get('pid')}, up {int(health.get('uptime_s') or 0)} s"
+    if health.get("requests") is not None:
+        line += f", {health['requests']} requests"
+    if health.get("median_ms") is not None:
+        line += f", median {health['median_ms']:.0f} ms"
+    return line
 
 
 def _report_load(result: LoadResult, done: str, as_json: bool) -> None:

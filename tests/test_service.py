@@ -208,6 +208,9 @@ def test_warm_service_serves_hooks_and_status_and_stop(env: Env) -> None:
     assert health["running"] is True and health["pid"] == client.read_pid(env.home)
     assert health["requests"] == 1 and health["databases"] == 1
     assert health["version"] == protocol.package_version()
+    active = env.cli("memory", "active", "--json")
+    assert active.returncode == 0, active.stderr
+    assert json.loads(active.stdout)["service"]["running"] is True
 
     stopped = env.cli("serve", "stop")
     assert stopped.returncode == 0, stopped.stderr
@@ -216,6 +219,7 @@ def test_warm_service_serves_hooks_and_status_and_stop(env: Env) -> None:
     assert not sock.exists() and not protocol.ServicePaths(env.home).pid_file.exists()
     assert "not running" in env.cli("serve", "status").stdout
     assert env.cli("serve", "stop").stdout.strip() == "Memory service: not running."
+    assert "Service     not running" in env.cli("memory", "active").stdout
 
 
 @pytest.mark.slow
