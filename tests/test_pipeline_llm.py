@@ -357,6 +357,11 @@ def test_real_chatopenai_client_against_loopback_server(
             run_prompt("Who handles Anderson?", settings, store, RunOptions(), context=ctx)
         )
     assert result["mode"] == "test/model-b"
+    # Per layer: which provider and model answered, tokens, and cost (unknown models are unpriced).
+    assert result["usage"]["l1"]["model"] == "test/model-a"
+    assert result["usage"]["l2"]["model"] == "test/model-b"
+    assert result["usage"]["l1"]["provider"] and result["usage"]["l1"]["input_tokens"] > 0
+    assert result["usage"]["l1"]["priced"] is False and result["usage"]["l1"]["cost_usd"] is None
     assert "Peter handles the Anderson account" in result["context"]
     assert len(server.requests) >= 6
     assert all(
