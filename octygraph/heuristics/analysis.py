@@ -66,19 +66,24 @@ STRONG_RULE: Final = _rx(
     i\s+(?:would\s+|'d\s+)?prefer|we\s+prefer|i'd\s+rather|i\s+would\s+rather|
     let's\s+(?:always|never|make\s+sure|keep|use|stick|not)|
     please\s+(?:always|never|don't|do\s+not|make\s+sure|remember)|
-    (?:every|each|all|any)\s+(?:\w+\s+){1,2}(?:must|should|needs?\s+to|has\s+to|have\s+to)\b)\b"""
+    (?:every|each|all|any)\s+(?:\w+\s+){1,2}(?:must|should|needs?\s+to|has\s+to|have\s+to|
+    (?:needs?|requires?)\s+(?:a|an|at\s+least|one|two|three|\d+))\b)\b"""
 )
 """Wording that makes a sentence a standing rule on its own."""
 MODAL_RULE: Final = _rx(
     r"""\b(?:must|mustn't|should|shouldn't|needs?\s+to|ha(?:s|ve)\s+to|(?:is|are)\s+required|
     required\s+to|(?:is|are|isn't|aren't)\s+(?:not\s+)?allowed|not\s+allowed|can't\s+exceed|
     cannot\s+exceed|make\s+sure|be\s+sure\s+to|ensure|remember\s+to|don't\s+forget\s+to|
-    do\s+not\s+forget\s+to)\b"""
+    do\s+not\s+forget\s+to|
+    (?:needs?|requires?)\s+(?:at\s+least|at\s+most|no\s+(?:more|fewer|less)\s+than|
+    a\s+(?:minimum|maximum)\s+of|
+    (?:\d+|one|two|three|four|five)\s+\w+\s+(?:before|to|for|per)\b))\b"""
 )
 """Obligation wording: a rule unless it is the speaker's own to-do ("I should ...") or a one-off."""
 _FIRST_PERSON_TODO: Final = _rx(r"^(?:i|i'm|i\s+am|i'll)\b")
 ONE_OFF: Final = _rx(
-    r"""for\s+(?:this|that|it|now|today|me)\b|\b(?:right\s+)?now\b(?!\s+on\b)|\btoday\b|\btonight\b|\byet\b|
+    r"""\bfor\s+(?:this|that|it|now|today|me)\b|\btoday\b|\btonight\b|\byet\b|
+    \b(?:right\s+)?now\b(?!\s+(?:on|needs?|requires?|must|should|has|have|uses?|goes)\b)|
     \bthis\s+time\b|\bfirst\b|\bwhether\b|\basap\b"""
 )
 """Wording of a one-off task ("Make sure we check the contract first"), not a standing rule."""
@@ -117,6 +122,7 @@ OPINION: Final = _rx(
     the\s+worst|a\s+mess|a\s+pain)\b"""
 )
 PRONOUN_START: Final = _rx(r"^(?:he|she|they|his|her|their|him|them)\b")
+_PERSONAL_PRONOUN_START: Final = _rx(r"^(?:he|she|his|her)\b")
 _ANCHOR_DETERMINER: Final = frozenset({"the", "this", "that", "our", "my", "we", "us", "i", "me"})
 _NOT_PAST_BEFORE: Final = frozenset(
     """is are am be been being get gets the a an to will 's 're this that these those our my
@@ -155,6 +161,8 @@ class Sentence:
         """Names something concrete: an entity, a number, a date, "our"/"the X", a path."""
         if self.entities or self.date is not None or any(ch.isdigit() for ch in self.body):
             return True
+        if _PERSONAL_PRONOUN_START.search(self.low):
+            return True  # "She approves every vendor contract": about someone just named
         if any(w in _ANCHOR_DETERMINER for w in self.words):
             return True
         return any(ch in "/_`@" for ch in self.body) or re.search(r"\w\.\w", self.body) is not None
@@ -193,6 +201,12 @@ _COMMAND_LEADS: Final = frozenset(
 _CLAUSE_STARTERS: Final = frozenset(
     "for when whenever if before after once unless during with on in".split()
 )
+_FINITE_AFTER_SUBJECT: Final = frozenset(
+    """is are was were has have need needs must should can cannot can't will won't shall
+    require requires get gets take takes go goes happen happens""".split()
+)
+"""Finite verbs that, right after a verb-looking noun phrase, show it is a subject."""
+_SUBJECT_ADVERBS: Final = frozenset("now also still always never usually often all".split())
 
 
 def _is_imperative(tokens: list[str], body: str = "") -> bool:
@@ -209,10 +223,13 @@ def _is_imperative(tokens: list[str], body: str = "") -> bool:
     head = tokens[index]
     if head not in COMMON_VERBS:
         return False
-    # "Test coverage is 80%": a verb-looking noun followed by a verb is a subject.
+    # "Test coverage is 80%", "Pull requests now need two approvals": a verb-looking noun (and the
+    # noun it starts) followed by a finite verb is the subject of a statement, not a command.
     nxt = tokens[index + 1] if len(tokens) > index + 1 else ""
-    after = tokens[index + 2] if len(tokens) > index + 2 else ""
-    return nxt not in ("is", "are", "was", "were", "has", "have") and after not in ("is", "are")
+    if nxt in _FINITE_AFTER_SUBJECT:
+        return False
+    rest = [t for t in tokens[index + 2 : index + 5] if t not in _SUBJECT_ADVERBS]
+    return not (rest and rest[0] in _FINITE_AFTER_SUBJECT)
 
 
 def _is_past(low: str, tokens: list[str]) -> bool:

@@ -45,9 +45,11 @@ THRESHOLD: Final = _rx(
     under|below|above|over)|max(?:imum)?|min(?:imum)?|tops|limit|cap)\b
     | \bthreshold\b"""
 )
+SWITCHED: Final = _rx(r"\bswitched\s+(?:over\s+)?(?:from\s+[\w.@/#+-]+\s+)?to\b")
+"""A past switch of tools ("We switched from CircleCI to Buildkite") says what is used now."""
 TOOL_USAGE: Final = _rx(
     r"""\b(?:use|using|uses)\s+[\w.@/#+-]+(?:\s+[\w.@/#+-]+)?\s+(?:for|to|when|as|instead\s+of)\b
-    | \bswitch(?:ed)?\s+(?:over\s+)?to\b
+    | \bswitch(?:ed)?\s+(?:over\s+)?(?:from\s+[\w.@/#+-]+\s+)?to\b
     | \b(?:is|are)\s+(?:only\s+)?(?:used\s+)?for\s+(?!the\s+(?:best|worst))\w
     | \b(?:lives?|is\s+stored|are\s+stored|is\s+kept|are\s+kept|can\s+be\s+found|is\s+located|
     are\s+located|go(?:es)?|belongs?)\s+in(?:to|side)?\b
@@ -150,11 +152,12 @@ def _base_pattern(s: Sentence) -> InstructionPattern | None:
     if (
         TOOL_USAGE.search(low)
         and (tool_entities or _TOOLISH.search(s.body))
-        and not s.past
+        and (not s.past or SWITCHED.search(low))
         and not (s.imperative and one_off)
     ):
         return "tool_usage"
-    if ROLE_ASSIGNMENT.search(low) and _names_person(s) and directive:
+    if ROLE_ASSIGNMENT.search(low) and _names_person(s) and (directive or s.correction):
+        # "Security reports now go to Hugo instead of Lisa" re-routes a standing assignment.
         return "role_assignment"
     if PREFERENCE.search(low):
         return "preference"

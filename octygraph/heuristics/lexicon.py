@@ -132,6 +132,11 @@ FIRST_NAMES: Final = _words(
     rob robert ruth ryan sam samantha samuel sandra sara sarah scott sean sharon sofia sophia
     sophie stephanie stephen steve steven sue susan tanya taylor thomas tim timothy tom tony
     tyler victoria vincent walter wei william yuki zach zoe
+    ahmed akira amir ananya anders anil anya astrid camila camille chinedu daan deepa erik farah
+    felix francesca giulia hana hassan hiro ibrahim igor ines ingrid ivan jamal johan jonas kenji
+    kira kofi kwame lars lena lucia lukas marco mateo mina nadia neha ngozi nico nina oleg olga
+    pavel petra pierre pooja quinn ravi rohan rosa sanjay santiago sasha sergio sven tara tobias
+    tunde umar valentina vera vikram yara yusuf zainab
     """
 )
 """Common first names: a capitalised word in this list is a person."""
@@ -282,6 +287,7 @@ GREETINGS: Final = _words(
     no sure yep yup nope np problem welcome you there claude all much a lot again appreciated
     that this it that's it's makes sense looks sounds seems works worked job work well done
     fine right correct exactly true agreed interesting hmm hm wow so very really
+    helped helps helpful useful did the trick
     """
 )
 """Words a greeting or acknowledgement is made of ("thanks a lot", "hey there")."""

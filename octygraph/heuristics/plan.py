@@ -37,6 +37,12 @@ _TIME_WORDS: Final = re.compile(
     r"(?i)\b(?:when|yesterday|today|last|recent(?:ly)?|lately|ago|this\s+(?:week|month)|happened|"
     r"did|status|progress|latest|since)\b"
 )
+_RULE_QUESTION: Final = re.compile(
+    r"(?i)\b(?:should|shall|supposed\s+to|allowed|may\s+(?:i|we)|can\s+(?:i|we)|"
+    r"(?:do|does)\s+(?:i|we)\s+(?:need|have)\s+to|where\s+(?:do|does|should|can|is|are)|"
+    r"which\s+(?:tool|channel|repo|repository|folder|service)|what\s+tool|how\s+often)\b"
+)
+"""A question whose answer is a rule, a tool or a place ("Where should I file this bug?")."""
 _PROCESS_INTENTS: Final = frozenset({"process", "instruction", "action"})
 _LOOKUP_INTENTS: Final = frozenset(
     {"information", "status", "recall", "delegation", "comparison", "verification", "correction"}
@@ -139,16 +145,24 @@ def plan_retrieval(
             steps.add("search_entity", name=name)
             steps.add("get_relationships", entity_name=name)
 
+    # Rules, tools and places live in instructions: a question about them searches those too.
+    rule_question = (
+        any(part.question for part in sentences) and _RULE_QUESTION.search(head) is not None
+    )
     if complexity == "SIMPLE_FACT":
         steps.add("search_facts", query=query)
         if wants_events:
             events(query)
+        if rule_question:
+            steps.add("search_processes", query=query)
         reasoning = "A single fact with no named entity: one search_facts call."
     elif complexity == "ENTITY_LOOKUP":
         lookups(entities)
         steps.add("search_facts", query=query)
         if wants_events:
             events(query)
+        if rule_question:
+            steps.add("search_processes", query=query)
         reasoning = f"About {', '.join(entities)}: look up each entity and its relationships."
     elif complexity == "RULE_PROCESS":
         topic = _topic(

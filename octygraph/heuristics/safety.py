@@ -31,6 +31,10 @@ _TOKEN_PATTERNS: Final[tuple[str, ...]] = (
     r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
     r"\bnpm_[A-Za-z0-9]{30,}",
     r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWT
+    # Any other "prefix_" token (Grafana glsa_, Doppler dp_, ...): 24+ characters mixing upper and
+    # lower case letters and digits, which snake_case identifiers do not.
+    r"\b[a-z]{2,10}_(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Z])(?=[A-Za-z0-9_]*[a-z])"
+    r"[A-Za-z0-9_]{24,}",
 )
 _TOKENS: Final = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS), re.DOTALL)
 
@@ -43,7 +47,8 @@ _ENV_ASSIGN: Final = re.compile(
 )
 _LABELLED: Final = re.compile(
     r"(?i)\b((?:pass(?:word|phrase|wd)?|pwd|secret|api[ _-]?key|access[ _-]?token|auth[ _-]?token|"
-    r"private[ _-]?key|token)\s*(?:[:=]|\bis\b|\bwas\b)\s*)(\"[^\"]+\"|'[^']+'|\S+)"
+    r"private[ _-]?key|token)(?:\s+(?:for|of|on|in|to)\s+(?:the\s+)?[\w.-]+(?:\s+[\w.-]+)?){0,2}"
+    r"\s*(?:[:=]|\bis\b|\bwas\b)\s*)(\"[^\"]+\"|'[^']+'|\S+)"
 )
 # "The password is stored in the vault" names no secret: these words are not values.
 _NOT_A_VALUE: Final = frozenset(

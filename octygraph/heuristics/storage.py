@@ -51,6 +51,12 @@ _ROLE_WORDS: Final = _rx(
     is\s+in\s+charge\s+of|takes?\s+care\s+of|looks?\s+after|works?\s+(?:on|for|at|with)|
     reports?\s+to|taking\s+over|took\s+over|is\s+(?:our|the|their|my)\s+\w+)\b"""
 )
+_CURRENT_ROLE: Final = _rx(
+    r"""\b(?:is|are|'s|'re)\s+(?:now\s+)?taking\s+over\b|\btakes\s+over\b|
+    \bnow\s+(?:handles?|owns?|manages?|leads?|runs?|covers?|is\s+responsible|is\s+in\s+charge)\b|
+    \b(?:handles?|owns?|manages?|leads?|runs?|covers?)\b[^.?!]*\bnow\s*[.!]?\s*$"""
+)
+"""A role stated in the present as a change ("is taking over", "now handles")."""
 _EVENT_SUBTYPES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     (
         "incident",
@@ -138,6 +144,9 @@ def sentence_type(s: Sentence, today: date) -> tuple[NodeType | None, str]:
         return None, "too vague to remember"
     if s.opinion:
         return "opinion", "an opinion"
+    if s.past and s.correction and _CURRENT_ROLE.search(s.low) and s.anchored:
+        # "Elena moved teams, so Ravi is taking over the account": the news is who does it now.
+        return "fact", "a correction of who does what now"
     if s.past and (s.date is None or s.date.value <= today):
         return ("event", "a real event") if s.anchored else (None, "too vague to remember")
     if s.future and not _ROLE_WORDS.search(s.low):
