@@ -9,6 +9,8 @@ from typing import Any
 
 # Imported for real (not under TYPE_CHECKING): tools build their schema from `ToolRuntime[Context]`.
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig, ensure_config
+from langchain_core.runnables.config import merge_configs
 
 from octygraph.llm.usage import UsageTracker
 from octygraph.settings import Settings
@@ -83,6 +85,10 @@ class Context:
     @property
     def offline(self) -> bool:
         return self.l1_model is None and self.l2_model is None
+
+    def llm_config(self, layer: str) -> RunnableConfig:
+        """Config for one LLM call inside a node: nested under the node's run, tokens counted for `layer`."""
+        return merge_configs(ensure_config(), {"callbacks": self.callbacks(layer)})
 
     def callbacks(self, layer: str) -> list[Any]:
         """LangChain callbacks that count tokens and cost for one layer."""

@@ -54,7 +54,7 @@ async def ask_structured(
     messages = [SystemMessage(system), HumanMessage(user)]
     try:
         result = await structured_call(
-            model, schema, messages, attempts=2, callbacks=ctx.callbacks(layer)
+            model, schema, messages, attempts=2, config=ctx.llm_config(layer)
         )
     except Exception as exc:  # the LLM being down must never break the run
         return None, "", f"{type(exc).__name__}: {exc}"

@@ -34,6 +34,7 @@ RELATIONSHIP_VIA = ("search_entity", "get_relationships")
 OFFLINE_MIN_COSINE = 0.25
 OFFLINE_RELATIVE = 0.55
 CURATED_MIN_COSINE = 0.1
+SEARCH_SCORE_WEIGHT = 0.5
 
 HEADER = "Relevant memories from earlier sessions (octygraph):"
 
@@ -59,7 +60,16 @@ def _mentioned(name: str, prompt: str) -> bool:
 
 
 def _rank(record: Record) -> float:
-    return max(float(record.get("cosine") or 0.0), float(record.get("score_floor") or 0.0))
+    """Cosine to the prompt, lifted by a score floor (global rules) or a strong hybrid search score.
+
+    Half the search score counts because keyword matches the embedding misses ("commit message" for
+    "Write a commit message ...") are real hits too.
+    """
+    return max(
+        float(record.get("cosine") or 0.0),
+        float(record.get("score_floor") or 0.0),
+        SEARCH_SCORE_WEIGHT * float(record.get("search_score") or 0.0),
+    )
 
 
 def collect(
@@ -75,9 +85,8 @@ def collect(
             current["vias"].append(record.get("via"))
             for key in ("entity_id", "entity_name", "edge_type"):
                 current.setdefault(key, record.get(key))
-            current["score_floor"] = max(
-                current.get("score_floor") or 0, record.get("score_floor") or 0
-            )
+            for key in ("score_floor", "search_score"):
+                current[key] = max(current.get(key) or 0, record.get(key) or 0)
     if not merged:
         return {}
     # Superseded or deleted since the tool saw them: ask the store, the only source of truth.
@@ -111,6 +120,7 @@ def collect(
 
     floor = OFFLINE_MIN_COSINE if offline else CURATED_MIN_COSINE
     for name, records in sections.items():
+        records[:] = _unique_content(records)
         if name == "plans":
             records.sort(key=lambda r: (str(r.get("valid_from") or "9999"), -r["rank"]))
         elif name == "instructions":
@@ -129,6 +139,16 @@ def collect(
     if related:
         sections["relationships"] = related
     return {name: sections[name] for name in SECTION_ORDER if sections.get(name)}
+
+
+def _unique_content(records: list[Record]) -> list[Record]:
+    """One record per wording: bulk-imported copies of the same sentence would fill a section."""
+    best: dict[str, Record] = {}
+    for record in records:
+        key = " ".join(str(record["content"]).casefold().split())
+        if key not in best or record["rank"] > best[key]["rank"]:
+            best[key] = record
+    return list(best.values())
 
 
 def record_line(section: str, record: Record) -> str:

@@ -37,7 +37,7 @@ async def _curate_section(
     try:
         reply = await ctx.l2_model.ainvoke(
             [SystemMessage(prompts.CURATE_SYSTEM), HumanMessage(user)],
-            config={"callbacks": ctx.callbacks("curation")},
+            config=ctx.llm_config("curation"),
         )
     except Exception as exc:
         return name, None, f"curate: {name} kept uncurated ({type(exc).__name__}: {exc})"

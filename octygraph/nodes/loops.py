@@ -52,7 +52,7 @@ def build_loop(name: str, tools: Sequence[BaseTool], layer: str = "l2") -> LoopG
         assert ctx.l2_model is not None
         model = ctx.l2_model.bind_tools(list(tools))
         messages = [SystemMessage(state.get("system", "")), *state["messages"]]
-        reply = await model.ainvoke(messages, config={"callbacks": ctx.callbacks(layer)})
+        reply = await model.ainvoke(messages, config=ctx.llm_config(layer))
         return {"messages": [reply], "turns": state.get("turns", 0) + 1}
 
     def after_agent(state: LoopState, runtime: Runtime[Context]) -> str:

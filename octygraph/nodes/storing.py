@@ -30,9 +30,10 @@ RECONCILE_CANDIDATES = 5
 
 
 def _find_replaced(store: MemoryStore, item: StorageItem, entity_ids: list[str]) -> str | None:
-    """The current memory a correction replaces: same type, about the same entity when known."""
+    """The current memory a correction replaces, about the same entity when known."""
     query = item.replaces or item.content
-    types = [item.type] if item.type != "opinion" else ["opinion", "fact"]
+    # Any type but entities: a correction told as a fact may replace an instruction and vice versa.
+    types = ["fact", "opinion", "event", "instruction", "plan"]
     scopes: list[str | None] = list(entity_ids) or [None]
     candidates = []
     for entity_id in scopes:
