@@ -1,0 +1,86 @@
+"""Scenario evaluation smoke tests: a few scenarios in-process, and the printed table."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.scenarios import CHECK_KINDS, evaluate, load_scenarios
+from octygraph.embeddings import LocalEmbeddings
+
+REPO = Path(__file__).resolve().parents[1]
+# Scenarios that pass offline on an empty database today; one of each kind of check.
+RELIABLE = (
+    "ownership",
+    "account-handover",
+    "rule-correction",
+    "rescheduled-launch",
+    "greetings",
+    "hypotheticals",
+    "value-correction",
+)
+
+
+def test_the_scenarios_file_is_well_formed() -> None:
+    suite = load_scenarios()
+    assert 15 <= len(suite.scenarios) <= 25
+    assert 80 <= suite.prompts <= 150
+    kinds = {
+        kind
+        for s in suite.scenarios
+        for step in s.steps
+        for kind, present in (
+            ("include", step.include),
+            ("exclude", step.exclude),
+            ("nothing", step.stores_nothing),
+            ("store", step.stores),
+        )
+        if present
+    }
+    assert kinds == {"include", "exclude", "nothing", "store"}
+    assert set(RELIABLE) <= {s.name for s in suite.scenarios}
+
+
+@pytest.mark.parametrize("name", RELIABLE)
+def test_reliable_scenarios_pass_on_an_empty_database(
+    name: str, tmp_path: Path, embedder: LocalEmbeddings
+) -> None:
+    suite = load_scenarios().select([name])
+    report = evaluate(suite, embedder, tmp_path)
+    failures = "\n".join(
+        f"{c.kind} #{c.step} {c.prompt!r}: {c.expected}" for c in report.failures()
+    )
+    assert report.checks and not failures, failures
+    assert len(report.prompts) == len(suite.scenarios[0].steps)
+    assert all(p.ms > 0 for p in report.prompts)
+
+
+def test_runner_prints_the_table_for_only_empty() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "scenarios.py"),
+            "--only-empty",
+            "--only",
+            "greetings",
+            "rule-correction",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    header = next(line for line in out.splitlines() if line.startswith("| database |"))
+    assert all(kind in header for kind in CHECK_KINDS)
+    row = next(line for line in out.splitlines() if line.startswith("| empty |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "8"  # 5 greetings + 3 rule-correction prompts
+    assert re.fullmatch(r"\d+/\d+ \(\d+%\)", cells[6])  # all checks
+    assert "noisy-large" not in out
+    assert "| greetings | 5 |" in out and "| rule-correction | 3 |" in out
