@@ -53,8 +53,18 @@ PROMPTS = [
     "Which tools do we use for code review?",
     "Actually, Maria handles the Baker account now",
 ]
-STAGES = ("classify", "plan", "retrieve_loop", "store_loop", "safety_nets", "assemble", "curate",
-          "force_store", "reconcile", "total")
+STAGES = (
+    "classify",
+    "plan",
+    "retrieve_loop",
+    "store_loop",
+    "safety_nets",
+    "assemble",
+    "curate",
+    "force_store",
+    "reconcile",
+    "total",
+)
 
 
 def median(values: list[float]) -> float:
@@ -86,8 +96,18 @@ class ScriptedBrain:
             return InstructionList(instructions=self.instructions)
         if starts(prompts.RETRIEVE_SYSTEM):
             done = sum(isinstance(m, ToolMessage) for m in messages)
-            steps = [s for s in self.plan.steps if s.tool in ("search_entity", "search_facts", "search_events",
-                                                              "search_processes", "get_instructions")]
+            steps = [
+                s
+                for s in self.plan.steps
+                if s.tool
+                in (
+                    "search_entity",
+                    "search_facts",
+                    "search_events",
+                    "search_processes",
+                    "get_instructions",
+                )
+            ]
             if done < len(steps):
                 step = steps[done]
                 args = {k: v for k, v in step.args.items() if k in ("name", "query", "topic")}
@@ -98,8 +118,12 @@ class ScriptedBrain:
             items = [*self.storage.items]
             if done < len(items):
                 item = items[done]
-                return tool_calls_message(("store_memory", {"type": item.type, "content": item.content,
-                                                            "subtype": item.subtype or ""}))
+                return tool_calls_message(
+                    (
+                        "store_memory",
+                        {"type": item.type, "content": item.content, "subtype": item.subtype or ""},
+                    )
+                )
             return tool_calls_message(("done", {"stored_count": len(items)}))
         if starts(prompts.CURATE_SYSTEM):
             body = str(messages[-1].content)
@@ -109,7 +133,9 @@ class ScriptedBrain:
         return ""
 
 
-async def run_all(db: Path, settings: Settings, repeat: int, scripted: bool) -> tuple[dict[str, list[float]], list[dict[str, Any]]]:
+async def run_all(
+    db: Path, settings: Settings, repeat: int, scripted: bool
+) -> tuple[dict[str, list[float]], list[dict[str, Any]]]:
     timings: dict[str, list[float]] = {s: [] for s in STAGES}
     usages: list[dict[str, Any]] = []
     with MemoryStore.open(db, local_embeddings()) as store:
@@ -117,11 +143,24 @@ async def run_all(db: Path, settings: Settings, repeat: int, scripted: bool) -> 
             for prompt in PROMPTS:
                 ctx = None
                 if scripted:
-                    model = ScriptedChatModel(itertools.repeat(ScriptedBrain(prompt, store.entity_names())))
-                    ctx = Context(project=settings.project_id, store=store, settings=settings,
-                                  l1_model=model, l2_model=model, usage=UsageTracker())
-                result = await run_prompt(prompt, settings, store, RunOptions(offline=not scripted,
-                                                                              write_trace=False), context=ctx)
+                    model = ScriptedChatModel(
+                        itertools.repeat(ScriptedBrain(prompt, store.entity_names()))
+                    )
+                    ctx = Context(
+                        project=settings.project_id,
+                        store=store,
+                        settings=settings,
+                        l1_model=model,
+                        l2_model=model,
+                        usage=UsageTracker(),
+                    )
+                result = await run_prompt(
+                    prompt,
+                    settings,
+                    store,
+                    RunOptions(offline=not scripted, write_trace=False),
+                    context=ctx,
+                )
                 for stage in STAGES:
                     if stage in result["timings_ms"]:
                         timings[stage].append(result["timings_ms"][stage])
@@ -132,14 +171,29 @@ async def run_all(db: Path, settings: Settings, repeat: int, scripted: bool) -> 
 def cold_cli(home: Path, db: Path) -> float:
     env = {**os.environ, "OCTYBOT_HOME": str(home), "DB_PATH": str(db)}
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "octygraph", "run", "Who handles the Anderson account?", "--offline"],
-                   env=env, capture_output=True, check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "octygraph",
+            "run",
+            "Who handles the Anderson account?",
+            "--offline",
+        ],
+        env=env,
+        capture_output=True,
+        check=True,
+    )
     return (time.perf_counter() - started) * 1000
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--large-size", type=int, default=20_000, help="items in the noisy-large profile")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--large-size", type=int, default=20_000, help="items in the noisy-large profile"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="passes over the prompt set")
     args = parser.parse_args()
 
@@ -152,7 +206,9 @@ def main() -> None:
     for name, size in (("small-baseline", 0), ("noisy-large", args.large_size)):
         started = time.perf_counter()
         path = work / f"{name}.db"
-        build_database(path, builtin_graph(name, size=size) if size else builtin_graph(name), embedder)
+        build_database(
+            path, builtin_graph(name, size=size) if size else builtin_graph(name), embedder
+        )
         print(f"built {name} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         dbs[name] = path
 
@@ -167,7 +223,9 @@ def main() -> None:
         results[name], _ = asyncio.run(run_all(copy, settings, args.repeat, scripted=False))
     for stage in STAGES:
         print(f"{stage:<14}" + "".join(f"{median(results[n][stage]):>16.1f}" for n in dbs))
-    print(f"{'cold CLI run':<14}" + "".join(f"{cold_cli(work / 'home', dbs[n]):>16.0f}" for n in dbs))
+    print(
+        f"{'cold CLI run':<14}" + "".join(f"{cold_cli(work / 'home', dbs[n]):>16.0f}" for n in dbs)
+    )
 
     print("\nScripted LLM path (small-baseline): LLM calls and estimated tokens per prompt")
     copy = work / "run-scripted.db"
@@ -180,7 +238,9 @@ def main() -> None:
         calls = [u.get(layer, {}).get("calls", 0) for u in usages]
         tin = [u.get(layer, {}).get("input_tokens", 0) for u in usages]
         tout = [u.get(layer, {}).get("output_tokens", 0) for u in usages]
-        print(f"{layer:<16}{statistics.mean(calls):>14.1f}{statistics.mean(tin):>15.0f}{statistics.mean(tout):>16.0f}")
+        print(
+            f"{layer:<16}{statistics.mean(calls):>14.1f}{statistics.mean(tin):>15.0f}{statistics.mean(tout):>16.0f}"
+        )
     print(f"median total ms with the scripted model: {median(timings['total']):.1f}")
 
 

@@ -442,21 +442,26 @@ def _installed_executable() -> str:
     )
 
 
+def _project_folder(target_dir: str) -> tuple[Any, Settings]:
+    """The target project folder and its settings (project id = --project or the folder's name)."""
+    from pathlib import Path
+
+    target = Path(target_dir).expanduser().resolve()
+    if not target.is_dir():
+        raise UserError(f"{target} is not a folder.")
+    return target, Settings.from_env(project_id=_state["project"] or target.name, cwd=target)
+
+
 @app.command()
 @user_errors
 def install(
     target_dir: Annotated[str, typer.Argument(help="The project folder to add octygraph to.")],
 ) -> None:
     """Add the octygraph hooks and the /octybot command to a project, and create its memory folders."""
-    from pathlib import Path
-
     from octygraph.claude.install import InstallError
     from octygraph.claude.install import install as do_install
 
-    target = Path(target_dir).expanduser().resolve()
-    if not target.is_dir():
-        raise UserError(f"{target} is not a folder.")
-    s = Settings.from_env(project_id=_state["project"] or target.name, cwd=target)
+    target, s = _project_folder(target_dir)
     try:
         report = do_install(target, s, _installed_executable())
     except InstallError as exc:
@@ -470,15 +475,10 @@ def uninstall(
     target_dir: Annotated[str, typer.Argument(help="The project folder to remove octygraph from.")],
 ) -> None:
     """Remove exactly what `octygraph install` added (memories are kept)."""
-    from pathlib import Path
-
     from octygraph.claude.install import InstallError
     from octygraph.claude.install import uninstall as do_uninstall
 
-    target = Path(target_dir).expanduser().resolve()
-    if not target.is_dir():
-        raise UserError(f"{target} is not a folder.")
-    s = Settings.from_env(project_id=_state["project"] or target.name, cwd=target)
+    target, s = _project_folder(target_dir)
     try:
         report = do_uninstall(target, s)
     except InstallError as exc:

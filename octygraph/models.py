@@ -15,6 +15,9 @@ from typing import Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from octygraph.store.schema import DEFAULT_SCOPE
+from octygraph.store.schema import SUBTYPES as STORE_SUBTYPES
+
 NodeType = Literal["entity", "fact", "event", "opinion", "instruction", "plan"]
 
 EntityKind = Literal[
@@ -30,15 +33,8 @@ EntityKind = Literal[
     "account",
 ]
 
-SUBTYPES: Final[dict[str, tuple[str, ...]]] = {
-    "entity": get_args(EntityKind),
-    "fact": ("definitional", "causal", "conditional", "comparative", "negation"),
-    "event": ("action", "decision", "conversation", "incident", "outcome", "completed_plan"),
-    "opinion": (),
-    "instruction": ("instruction", "tool_usage", "rule", "process"),
-    "plan": ("scheduled", "intended", "requested"),
-}
-"""Allowed subtypes per node type, as in the specification's node table."""
+SUBTYPES: Final[dict[str, tuple[str, ...]]] = STORE_SUBTYPES
+"""Allowed subtypes per node type, as in the specification's node table (defined with the schema)."""
 
 DEFAULT_SUBTYPE: Final[dict[str, str | None]] = {
     "entity": "concept",
@@ -50,7 +46,7 @@ DEFAULT_SUBTYPE: Final[dict[str, str | None]] = {
 }
 """Subtype used when none (or an unknown one) is given."""
 
-SCOPE_DEFAULTS: Final[dict[str, float]] = {"instruction": 0.5, "plan": 0.3}
+SCOPE_DEFAULTS: Final[dict[str, float]] = DEFAULT_SCOPE
 """Default scope for node types that carry one (the specification's table)."""
 
 Intent = Literal[

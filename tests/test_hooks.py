@@ -225,3 +225,32 @@ def test_usage_is_posted_after_a_hook_run(home: Path) -> None:
     )
     assert code == 0 and "billing" in out
     assert os.environ.get("WORKER_URL") is None
+
+
+def test_install_and_uninstall_through_the_cli(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "client-app"
+    (project / ".claude").mkdir(parents=True)
+    original = {
+        "permissions": {"allow": ["Bash(ls)"]},
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo done"}]}]},
+    }
+    settings_file = project / ".claude" / "settings.json"
+    settings_file.write_text(json.dumps(original, indent=2) + "\n")
+    first = run_cli("install", str(project))
+    assert first.returncode == 0, first.stderr
+    data = json.loads(settings_file.read_text())
+    prompt_cmd = data["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert "OCTYBOT_PROJECT=client-app" in prompt_cmd and prompt_cmd.endswith("hook prompt")
+    exe = prompt_cmd.split('"')[1]
+    assert Path(exe).is_absolute() and Path(exe).exists()
+    assert {"type": "command", "command": "echo done"} in data["hooks"]["Stop"][0]["hooks"]
+    assert (project / ".claude" / "commands" / "octybot.md").exists()
+    assert (home / "projects" / "client-app" / "memory").is_dir()
+    before = settings_file.read_bytes()
+    assert run_cli("install", str(project)).returncode == 0
+    assert settings_file.read_bytes() == before
+    assert run_cli("uninstall", str(project)).returncode == 0
+    assert json.loads(settings_file.read_text()) == original
+    assert not (project / ".claude" / "commands" / "octybot.md").exists()
+    missing = run_cli("install", str(tmp_path / "nope"))
+    assert missing.returncode == 1 and "is not a folder" in missing.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ValidationError
@@ -9,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 from octygraph.models import (
     SUBTYPES,
     Classification,
+    EntityKind,
     EntityMention,
     ExtractedInstruction,
     InstructionList,
@@ -50,6 +53,8 @@ def test_subtypes_match_the_spec_table() -> None:
         "instruction": ("instruction", "tool_usage", "rule", "process"),
         "plan": ("scheduled", "intended", "requested"),
     }
+    # The LLM schema's entity kinds are the store's entity subtypes.
+    assert get_args(EntityKind) == SUBTYPES["entity"]
 
 
 @pytest.mark.parametrize("model", SCHEMAS)
