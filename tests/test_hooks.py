@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -254,3 +255,18 @@ def test_install_and_uninstall_through_the_cli(home: Path, tmp_path: Path) -> No
     assert not (project / ".claude" / "commands" / "octybot.md").exists()
     missing = run_cli("install", str(tmp_path / "nope"))
     assert missing.returncode == 1 and "is not a folder" in missing.stderr
+
+
+def test_dev_mode_logs_hook_runs_with_timestamps(home: Path) -> None:
+    cwd = Path.cwd()
+    turned_on = run_cli("dev-mode", "--on")
+    assert turned_on.returncode == 0 and "Dev mode is on" in turned_on.stdout
+    code, _, _ = hook("prompt", prompt_payload("Maria owns the billing service", cwd))
+    assert code == 0
+    log = (home / "projects" / "proj" / "memory" / "debug" / "dev.log").read_text()
+    stamp, event, details = log.splitlines()[0].split(" ", 2)
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d", stamp) and event == "prompt"
+    assert json.loads(details)["stored"] == 1
+    assert run_cli("dev-mode").stdout.startswith("Dev mode is off")
+    assert run_cli("verbose-mode", "--on").returncode == 0
+    assert (home / "projects" / "proj" / "memory" / "debug" / ".verbose-mode").exists()
