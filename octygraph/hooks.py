@@ -152,6 +152,7 @@ async def _run(
     budget: float,
     stores: StoreLease,
 ) -> dict[str, Any]:
+    from octygraph.llm.errors import LLMConfigError
     from octygraph.runner import RunOptions, run_prompt
 
     async with stores(settings) as store:
@@ -161,7 +162,13 @@ async def _run(
             store_only=store_only,
             deadline_s=budget,
         )
-        return await run_prompt(prompt, settings, store, options)
+        try:
+            return await run_prompt(prompt, settings, store, options)
+        except LLMConfigError as exc:
+            # A broken LLM set-up (e.g. an expired Wrangler login) must not cost the prompt its memory.
+            log.warning("LLM not usable, thinking without it: %s", exc)
+            options.offline = True
+            return await run_prompt(prompt, settings, store, options)
 
 
 @dataclass

@@ -270,3 +270,20 @@ def test_dev_mode_logs_hook_runs_with_timestamps(home: Path) -> None:
     assert run_cli("dev-mode").stdout.startswith("Dev mode is off")
     assert run_cli("verbose-mode", "--on").returncode == 0
     assert (home / "projects" / "proj" / "memory" / "debug" / ".verbose-mode").exists()
+
+
+def test_misconfigured_llm_falls_back_to_offline_context(home: Path) -> None:
+    cwd = Path.cwd()
+    cli_json("memory", "add", "Peter handles the Anderson account", "--json")
+    # An @cf/ model without CF_ACCOUNT_ID cannot be reached: the hook thinks without the LLM.
+    code, out, _ = hook(
+        "prompt",
+        prompt_payload("Who handles the Anderson account?", cwd),
+        LAYER1="@cf/meta/llama-3.1-8b-instruct",
+        LAYER2="@cf/meta/llama-3.1-8b-instruct",
+    )
+    assert code == 0
+    assert (
+        "Peter handles the Anderson account"
+        in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    )
