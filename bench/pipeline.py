@@ -35,6 +35,7 @@ from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage  # n
 from octygraph import heuristics, prompts  # noqa: E402
 from octygraph.context import Context  # noqa: E402
 from octygraph.embeddings import local_embeddings  # noqa: E402
+from octygraph.graph import NODE_NAMES  # noqa: E402
 from octygraph.llm.usage import UsageTracker  # noqa: E402
 from octygraph.models import InstructionList  # noqa: E402
 from octygraph.profiles.manager import build_database, builtin_graph  # noqa: E402
@@ -53,18 +54,7 @@ PROMPTS = [
     "Which tools do we use for code review?",
     "Actually, Maria handles the Baker account now",
 ]
-STAGES = (
-    "classify",
-    "plan",
-    "retrieve_loop",
-    "store_loop",
-    "safety_nets",
-    "assemble",
-    "curate",
-    "force_store",
-    "reconcile",
-    "total",
-)
+STAGES = (*NODE_NAMES, "total")
 
 
 def median(values: list[float]) -> float:

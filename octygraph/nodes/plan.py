@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, TypeVar
 
 from langgraph.runtime import Runtime
 
 from octygraph import heuristics, prompts
 from octygraph.context import Context
-from octygraph.heuristics.safety import is_grounded, looks_like_injection, redact_secrets
 from octygraph.models import (
     Classification,
     ExtractedInstruction,
@@ -20,39 +19,28 @@ from octygraph.models import (
 )
 from octygraph.nodes._common import ask_structured, timed
 from octygraph.state import PipelineState
+from octygraph.tools.writes import Refused, check_content
+
+Told = TypeVar("Told", StorageItem, ExtractedInstruction)
 
 
-def _safe_items(items: list[StorageItem], prompt: str) -> tuple[list[StorageItem], list[str]]:
-    """Keep items grounded in the prompt and free of injection text; redact secrets."""
-    kept: list[StorageItem] = []
+def _keep_safe(found: list[Told], prompt: str) -> tuple[list[Told], list[str]]:
+    """Keep what passes the write-time checks (grounded, no injection), with secrets redacted.
+
+    The same `check_content` guards every write; running it here keeps unsafe items away from the store
+    agent and records why in the trace.
+    """
+    kept: list[Told] = []
     notes: list[str] = []
-    for item in items:
-        content, redacted = redact_secrets(item.content)
-        if looks_like_injection(content):
-            notes.append(f"plan: refused to store injection-like text: {content[:80]!r}")
+    for item in found:
+        try:
+            content = check_content(item.content, prompt)
+        except Refused as exc:
+            notes.append(f"plan: dropped {item.content[:80]!r}: {exc}")
             continue
-        if not is_grounded(content, prompt):
-            notes.append(f"plan: dropped an item not grounded in the prompt: {content[:80]!r}")
-            continue
-        kept.append(item.model_copy(update={"content": content}) if redacted else item)
-    return kept, notes
-
-
-def _safe_instructions(
-    found: list[ExtractedInstruction], prompt: str
-) -> tuple[list[ExtractedInstruction], list[str]]:
-    kept: list[ExtractedInstruction] = []
-    notes: list[str] = []
-    for ins in found:
-        content, _ = redact_secrets(ins.content)
-        if looks_like_injection(content):
-            notes.append(f"plan: refused injection-like instruction: {content[:80]!r}")
-        elif not is_grounded(content, prompt):
-            notes.append(
-                f"plan: dropped an instruction not grounded in the prompt: {content[:80]!r}"
-            )
-        else:
-            kept.append(ins.model_copy(update={"content": content}))
+        kept.append(
+            item if content == item.content else item.model_copy(update={"content": content})
+        )
     return kept, notes
 
 
@@ -105,8 +93,8 @@ async def plan(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any
             "extract_instructions",
         ),
     )
-    items, n4 = _safe_items(list(storage.items), prompt)
-    found, n5 = _safe_instructions(list(instructions.instructions), prompt)
+    items, n4 = _keep_safe(list(storage.items), prompt)
+    found, n5 = _keep_safe(list(instructions.instructions), prompt)
     store_ok = classification.operations.store or bool(items) or bool(found)
     storage = storage.model_copy(update={"items": items, "store": bool(items) and storage.store})
     if not store_ok:
