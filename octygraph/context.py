@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 # Imported for real (not under TYPE_CHECKING): tools build their schema from `ToolRuntime[Context]`.
@@ -13,6 +14,7 @@ from langchain_core.runnables import RunnableConfig, ensure_config
 from langchain_core.runnables.config import merge_configs
 
 from octygraph.llm.usage import UsageTracker
+from octygraph.sessions import SessionLog
 from octygraph.settings import Settings
 from octygraph.store import MemoryStore
 
@@ -46,6 +48,9 @@ class Context:
     store_only: bool = False
     """The Stop hook: store what the assistant reported, retrieve nothing."""
     session_id: str | None = None
+    transcript_path: str | None = None
+    """Claude Code's transcript of the session (hooks); its existence says the session's own prompts are
+    in the conversation the model sees."""
     source: str = "user"
     _gazetteer: Any = field(default=None, init=False, repr=False, compare=False)
 
@@ -73,6 +78,16 @@ class Context:
                 self._gazetteer = Gazetteer(store.entity_kinds())
                 _GAZETTEERS[key[0]] = (key, self._gazetteer)
         return self._gazetteer
+
+    def session_log(self) -> SessionLog | None:
+        """What this Claude Code session has already seen; None outside a session."""
+        if not self.session_id:
+            return None
+        return SessionLog(self.get_settings().paths.memory_dir, self.session_id)
+
+    def transcript_visible(self) -> bool:
+        """Whether the session's transcript exists, so what it stored is already in front of the model."""
+        return bool(self.transcript_path) and Path(str(self.transcript_path)).is_file()
 
     def get_settings(self) -> Settings:
         if self.settings is None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from octygraph.claude import hook_io, manifest, modes
+from octygraph.sessions import SessionLog
 from octygraph.settings import Settings
 
 if TYPE_CHECKING:
@@ -151,6 +152,7 @@ async def _run(
     store_only: bool,
     budget: float,
     stores: StoreLease,
+    transcript_path: str = "",
 ) -> dict[str, Any]:
     from octygraph.llm.errors import LLMConfigError
     from octygraph.runner import RunOptions, run_prompt
@@ -158,6 +160,7 @@ async def _run(
     async with stores(settings) as store:
         options = RunOptions(
             session_id=session_id,
+            transcript_path=transcript_path or None,
             source="claude" if store_only else "user",
             store_only=store_only,
             deadline_s=budget,
@@ -229,6 +232,7 @@ async def handle(
                 store_only=False,
                 budget=budget,
                 stores=stores,
+                transcript_path=prompt.transcript_path,
             )
             output = hook_io.format_prompt_output(
                 result.get("context") or "",
@@ -254,6 +258,13 @@ async def handle(
             return HookReply(
                 "", functools.partial(_after_run, settings, "stop", stop.session_id, result)
             )
+        if event == "session-start":
+            start = hook_io.parse_session_start_payload(raw)
+            if start is not None and start.source == "compact" and start.session_id:
+                # The transcript is now a summary: what was injected or stored may be needed again.
+                settings = _settings(start.cwd or cwd, env)
+                SessionLog(settings.paths.memory_dir, start.session_id).forget()
+            return HookReply()
         return HookReply()
     except Exception as exc:  # the prompt must go through, whatever failed
         _record_failure(

@@ -1,6 +1,36 @@
 """Every prompt of the LLM path, in one place."""
 
-CLASSIFY_SYSTEM = """You classify one sentence of a user's message to a coding assistant for a long-term \
+GUIDELINE = """What is worth remembering (store) and what is not:
+STORE what stays true beyond the current task, that a teammate or the assistant next week would want to know:
+- standing rules and preferences about how work is done here ("business logic lives in per-domain modules", \
+"never commit .env files", "I prefer small PRs", "from now on run the linter before pushing");
+- facts about the project, its environment, infrastructure, tools, data, people and ownership ("this is a \
+Nuxt 2 project", "the agent is deployed on Railway", "my Postgres is 17.6", "Peter handles the Anderson account");
+- decisions with lasting effect: stack, library and version choices, data-model policy, architecture, \
+deployment, process ("we use CodeMirror 6.0.2", "one active price at a time");
+- dated plans and statuses worth knowing later ("the v2 launch is on March 3", "optimising the panel is left \
+for later").
+NEVER STORE:
+- one-off task requests, even detailed specs or ones worded like rules: "Refactor the payment module to use \
+async/await instead of callbacks", "Run the linter and fix all warnings", "Move the nightly cron jobs", \
+"make sure the endpoint returns 404 when the user is missing";
+- questions ("why is this function slow?");
+- pasted errors, logs, stack traces, command output and follow-ups about them: "It says KeyError: 'user_id'", \
+"hmm that didn't work, same error: TypeError ...";
+- acknowledgements and continuations: "go ahead", "2", "Lets go with option 2", "Try Again";
+- in-the-moment corrections of the assistant: "you edited the wrong file";
+- code and slash commands;
+- the assistant's own words echoed back, narration ("Let me look at the file") and next steps;
+- general world knowledge and common sense: "Node 18 is out of support", "Water is wet.";
+- vague statements with nothing concrete ("this is annoying").
+A message that mixes a task with a durable fact yields ONLY the durable part: "Add retries to the uploader; \
+we use tenacity for all retries here" -> "We use tenacity for all retries here".
+Write each memory so it stands alone later: "I"/"my" become "the user"/"the user's" when it would otherwise \
+be unclear who spoke; otherwise keep the user's own words, and never add a fact, name or number they did not \
+say. Two rules that differ by one name or number are different memories."""
+
+CLASSIFY_SYSTEM = (
+    """You classify one sentence of a user's message to a coding assistant for a long-term \
 memory system. The full message is given for context (resolve pronouns with it), but classify only the \
 marked sentence.
 
@@ -10,9 +40,12 @@ processes, and the intents (action, information, status, process, recall, compar
 instruction, correction, opinion, planning, delegation).
 
 Decide operations: retrieve=true when the user asks about something or the answer may depend on stored \
-context (most prompts). store=true only when the user TELLS something new and concrete: an instruction, a \
-correction, a concrete fact, a real event, or a plan with a date. Both for corrections. Questions, \
-hypotheticals, greetings, common sense and vague statements are never stored."""
+context (most prompts). store=true only when the sentence TELLS something durable by the guideline below; \
+when in doubt, store=false (a wrong memory costs more than a missed one).
+
+"""
+    + GUIDELINE
+)
 
 CLASSIFY_USER = """Full message:
 {prompt}
@@ -30,17 +63,14 @@ Tools: search_entity {name}, get_relationships {entity_name}, search_facts {quer
 days}, search_processes {query}, get_instructions {topic}."""
 
 FILTER_SYSTEM = """You decide what in a user's message is worth storing in long-term memory. Core test: is \
-the user TELLING you something new, or ASKING about something they expect you to know?
+the user TELLING you something durable, or asking, requesting a one-off task, pasting output, or reacting?
 
-Store when the user is telling: teaching or instructing ("From now on always..."), concrete facts ("Peter \
-handles the Anderson account"), real events ("Peter finished the Anderson article yesterday"), future plans \
-with dates ("Delivery due next Friday"), corrections ("Actually, Lisa handles that now": set correction=true \
-and say in `replaces` what it replaces).
+Corrections of a stored fact ("Actually, Lisa handles that now") set correction=true and say in `replaces` \
+what they replace. Each item is one self-contained statement; never add facts the user did not say. \
+Resolve relative dates against today ({today}) into valid_from as YYYY-MM-DD. Most messages store nothing: \
+return store=false and no items then.
 
-Do not store: questions, hypotheticals, greetings, common sense, vague statements.
-
-Each item is one self-contained statement in the user's own words; never add facts the user did not say. \
-Resolve relative dates against today ({today}) into valid_from as YYYY-MM-DD."""
+""" + GUIDELINE.replace("{", "{{").replace("}", "}}")
 
 INSTRUCTIONS_SYSTEM = """You are an expert at finding standing instructions in a user's message. Patterns:
 1. process: steps, workflows, pipelines
@@ -52,7 +82,9 @@ INSTRUCTIONS_SYSTEM = """You are an expert at finding standing instructions in a
 7. correction: updates to existing thresholds or assignments
 8. ban: things that must NOT happen
 Scope: 1.0 universal, 0.5 team- or tool-wide, 0.2 specific to one person, client or account.
-Return no instructions when the message holds none (questions, one-off requests, facts)."""
+Return no instructions when the message holds none. A one-off request worded like a rule is not an \
+instruction: "Run the linter and fix all warnings", "make sure the new endpoint returns 404" are tasks for \
+now; "always run the linter before pushing" is an instruction."""
 
 RETRIEVE_SYSTEM = """You search a long-term memory graph to give a coding assistant the context it needs \
 for the user's message. Follow the search plan, but after each tool result decide whether you already have \

@@ -39,6 +39,8 @@ def with_checkpointer(saver: Any) -> Any:
 class RunOptions:
     offline: bool = False
     session_id: str | None = None
+    transcript_path: str | None = None
+    """Claude Code's transcript of the session, when the hook names one."""
     source: str = "user"
     today: date | None = None
     write_trace: bool = True
@@ -122,6 +124,7 @@ async def run_prompt(
         store,
         offline=options.offline,
         session_id=options.session_id,
+        transcript_path=options.transcript_path,
         source=options.source,
         today=options.today,
         store_only=options.store_only,

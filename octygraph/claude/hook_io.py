@@ -60,6 +60,16 @@ class StopRequest:
     stop_hook_active: bool = False
 
 
+@dataclass(frozen=True)
+class SessionStartRequest:
+    """A session starting or resuming, from a SessionStart hook call."""
+
+    source: str
+    """startup, resume, clear or compact."""
+    session_id: str = ""
+    cwd: str = ""
+
+
 def read_stdin_bounded(stream: IO[Any], limit: int = STDIN_LIMIT) -> bytes:
     """Read at most `limit` bytes of hook input; never wait on a terminal.
 
@@ -190,6 +200,21 @@ def parse_stop_payload(raw: bytes, max_chars: int = MAX_ASSISTANT_CHARS) -> Stop
         cwd=_text(data.get("cwd")),
         transcript_path=_text(data.get("transcript_path")),
         stop_hook_active=False,
+    )
+
+
+def parse_session_start_payload(raw: bytes) -> SessionStartRequest | None:
+    """Parse SessionStart input; None for garbage and other events."""
+    data = _load_object(raw)
+    if data is None:
+        return None
+    event = data.get("hook_event_name")
+    if event is not None and event != "SessionStart":
+        return None
+    return SessionStartRequest(
+        source=_text(data.get("source")) or "startup",
+        session_id=_text(data.get("session_id")),
+        cwd=_text(data.get("cwd")),
     )
 
 

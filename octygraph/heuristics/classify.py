@@ -17,7 +17,7 @@ from octygraph.heuristics.lexicon import (
     VAGUE_WORDS,
 )
 from octygraph.heuristics.safety import redact_secrets
-from octygraph.heuristics.storage import CODE, sentence_type
+from octygraph.heuristics.storage import CODE, has_durable, sentence_type
 from octygraph.heuristics.text import split_sentences, stem
 from octygraph.models import Classification, Intent, Operations, merge_classifications
 
@@ -200,4 +200,9 @@ def classify(
     if not texts:
         return Classification(operations=Operations(retrieve=False, store=False))
     parts = [classify_sentence(analyze(text, today, gazetteer), today) for text in texts]
-    return merge_classifications(parts)
+    merged = merge_classifications(parts)
+    # Whether anything is worth storing is the storage gate's call, not the sentence patterns'.
+    store = has_durable(prompt)
+    return merged.model_copy(
+        update={"operations": merged.operations.model_copy(update={"store": store})}
+    )

@@ -14,23 +14,29 @@ secrets redacted; nothing is paraphrased or invented.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import date
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from octygraph.heuristics.analysis import (
-    MAX_ANALYSIS_CHARS,
-    Sentence,
-    analyze,
-    resolve_pronouns,
-)
+from octygraph.heuristics.analysis import MAX_ANALYSIS_CHARS, Sentence, analyze
 from octygraph.heuristics.entities import Gazetteer, mentions, prompt_gazetteer
-from octygraph.heuristics.instructions import detect_instruction
+from octygraph.heuristics.instructions import detect_instruction, instruction_scope
 from octygraph.heuristics.lexicon import GENERIC_SUBJECTS, STOPWORDS
 from octygraph.heuristics.reconcile import ROLE_STATEMENT
 from octygraph.heuristics.safety import redact_secrets
-from octygraph.heuristics.text import WORD, split_sentences
+from octygraph.heuristics.text import WORD
+from octygraph.judgement.standalone import standalone
 from octygraph.models import Classification, NodeType, StorageDecision, StorageItem
+
+if TYPE_CHECKING:
+    from octygraph.judgement.gate import Judged
+
+
+def _gate_verdicts(message: str, assistant: bool) -> list[Judged]:
+    # Imported here: the gate's segmenter uses this package's sentence splitter.
+    from octygraph.judgement.gate import storage_gate
+
+    return storage_gate().judge(message, assistant=assistant)
 
 
 def _rx(pattern: str) -> re.Pattern[str]:
@@ -38,9 +44,16 @@ def _rx(pattern: str) -> re.Pattern[str]:
 
 
 MAX_ITEMS: Final = 10
+MIN_WORDS: Final = 3
+"""A memory has a subject, a verb and something more ("We use pnpm")."""
 MAX_SENTENCES: Final = 40
 _FIRST_PERSON: Final = frozenset({"i", "we", "our", "my", "us", "me", "i'm", "we're"})
 MAX_SENTENCE_CHARS: Final = MAX_ANALYSIS_CHARS
+EXPLICIT_RULE: Final = _rx(
+    r"""^(?:(?:and|also|so|ok|okay)[,\s]+)?(?:from\s+now\s+on|going\s+forward|as\s+a\s+rule|
+    in\s+(?:the\s+)?future|for\s+all\s+future)\b[^?]*$"""
+)
+"""An explicit standing rule: precise enough to keep without the gate ("From now on, ...")."""
 
 CODE: Final = _rx(
     r"""[{};]\s*$ | ^\s*(?:def|class|import|const|let|var|function|return|SELECT|INSERT)\s
@@ -228,84 +241,130 @@ def filter_storage(
     today: date | None = None,
     *,
     known_entities: Gazetteer | Iterable[str] | None = None,
+    judged: Sequence[Judged] | None = None,
+    assistant: bool = False,
+    project: str | None = None,
 ) -> StorageDecision:
-    """Decide what in a prompt is worth storing (telling vs asking), one item per sentence.
+    """Decide what in a message is worth storing: only its durable segments, in the speaker's words.
 
-    The telling test runs on every sentence whatever `classification.operations` says; the
-    classification contributes entity names and kinds.
+    The learned storage gate (`octygraph.judgement`) judges each segment (sentence or clause);
+    precise patterns only refuse (injections, slash commands, code) or keep an explicit standing rule
+    ("from now on ...", "going forward ..."). A kept segment's kind picks the node type: rules and
+    preferences become instructions, facts and decisions facts, plans plans (dated when they say when).
 
     Args:
-        prompt: The user's message.
-        classification: Layer 1 result (LLM or deterministic); None to use heuristics alone.
+        prompt: The user's message (or, with `assistant=True`, the assistant's report for the Stop hook).
+        classification: Layer 1 result; contributes entity names and kinds.
         today: Reference day for dates (defaults to the local date).
         known_entities: Known entity names (the database gazetteer).
+        judged: The gate's verdicts when the caller already has them (default: judge now).
+        assistant: The text is the assistant's reply: only lasting outcomes count.
+        project: The project id, to resolve "this repo" in stored text.
 
     Returns:
         The decision: `store` is true when at least one item was found.
     """
     today = today or date.today()
+    if judged is None:
+        judged = _gate_verdicts(prompt, assistant)
     gazetteer = prompt_gazetteer(
         known_entities, classification.entities if classification is not None else ()
     )
-    texts = split_sentences(prompt)[:MAX_SENTENCES]
-    sentences = [analyze(text, today, gazetteer) for text in texts]
-    resolved = resolve_pronouns(sentences)
     items: list[StorageItem] = []
     skipped: list[str] = []
-    for sentence, names in zip(sentences, resolved, strict=True):
-        kind, reason = sentence_type(sentence, today)
-        if kind is None:
-            skipped.append(reason)
+    for verdict in judged:
+        sentence = analyze(verdict.text, today, gazetteer)
+        refused = _refusal(sentence)
+        explicit = not assistant and EXPLICIT_RULE.search(sentence.body) is not None
+        if refused or not (verdict.keep or explicit):
+            skipped.append(refused or f"not durable (p={verdict.durable:.2f})")
             continue
         if len(items) >= MAX_ITEMS:
             skipped.append("item limit reached")
             break
-        items.append(_item(sentence, kind, names, classification, today))
+        kind = "rule" if explicit and not verdict.keep else verdict.kind
+        items.append(_item(sentence, kind, classification, today, assistant, project))
     items = _dedup(items)
     if items:
         kinds = ", ".join(dict.fromkeys(item.type for item in items))
-        reason = f"The user is telling something new ({kinds})."
+        reason = f"Telling something durable ({kinds})."
     elif skipped:
         reason = "Nothing to store: " + "; ".join(dict.fromkeys(skipped)) + "."
     else:
-        reason = "Nothing to store: empty prompt."
+        reason = "Nothing to store: empty message."
     return StorageDecision(store=bool(items), reason=reason, items=items)
+
+
+def has_durable(message: str, *, assistant: bool = False) -> bool:
+    """Whether any segment of `message` passes the gate or states an explicit standing rule."""
+    return any(
+        v.keep or (not assistant and EXPLICIT_RULE.search(v.text) is not None)
+        for v in _gate_verdicts(message, assistant)
+    )
+
+
+def _refusal(s: Sentence) -> str | None:
+    """Why a segment may never be stored whatever the gate says, or None."""
+    if s.injection:
+        return "looks like a prompt injection"
+    if s.text.startswith("/") and s.text[1:2].isalpha():
+        return "a slash command"
+    if CODE.search(s.text[:MAX_SENTENCE_CHARS]):
+        return "code, not a statement"
+    if s.question:
+        return "a question (asking, not telling)"
+    if len(s.words) < MIN_WORDS:
+        return "too short to stand alone"
+    return None
 
 
 def _item(
     s: Sentence,
-    kind: NodeType,
-    names: list[str],
+    kind: str,
     classification: Classification | None,
     today: date,
+    assistant: bool,
+    project: str | None,
 ) -> StorageItem:
-    content, _ = redact_secrets(s.body)
-    entities = list(names)
+    content, _ = redact_secrets(
+        standalone(s.text, speaker="assistant" if assistant else "user", project=project)
+    )
+    entities = [e.name for e in s.entities if e.kind != "concept"]
     if classification is not None:
         known = {n.casefold() for n in entities}
         for mention in classification.entities:
             if mention.name.casefold() not in known and mentions(s.body, mention.name):
                 entities.append(mention.name)
                 known.add(mention.name.casefold())
+    instruction = detect_instruction(s, today)
+    node_type: NodeType = {"rule": "instruction", "preference": "instruction", "plan": "plan"}.get(
+        kind, "fact"
+    )  # type: ignore[assignment]
+    if kind == "decision" and instruction is not None and not s.past:
+        node_type = "instruction"  # "we use pnpm for installs" governs how work is done
     scope: float | None = None
-    subtype = _item_subtype(kind, s)
-    if kind == "instruction":
-        instruction = detect_instruction(s, today)
-        if instruction is not None:
-            subtype, scope = instruction.subtype, instruction.scope
+    subtype: str | None
+    if node_type == "instruction":
+        subtype = instruction.subtype if instruction is not None else "rule"
+        scope = instruction.scope if instruction is not None else instruction_scope(s)
+    elif node_type == "plan":
+        subtype = _item_subtype("plan", s)
+    elif s.past and (kind == "decision" or _EVENT_SUBTYPES[1][1].search(s.low)):
+        node_type, subtype = "event", "decision"
+    else:
+        subtype = _item_subtype("fact", s)
     valid_from = (
-        s.date.value.isoformat() if s.date is not None and kind in ("plan", "event") else None
+        s.date.value.isoformat() if s.date is not None and node_type in ("plan", "event") else None
     )
-    correction = s.correction
     return StorageItem(
-        type=kind,
+        type=node_type,
         subtype=subtype,
         content=content,
         entities=entities,
         valid_from=valid_from,
         scope=scope,
-        correction=correction,
-        replaces=replaced_words(s) if correction else None,
+        correction=s.correction,
+        replaces=replaced_words(s) if s.correction else None,
     )
 
 

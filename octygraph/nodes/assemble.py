@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from collections import defaultdict
 from datetime import date
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from octygraph.context import Context
+from octygraph.judgement.relevance import MemoryText, relevance_model
 from octygraph.nodes._common import timed
 from octygraph.state import PipelineState, Record
 from octygraph.store import MemoryStore
@@ -26,15 +26,11 @@ SECTION_TITLES = {
     "entities": "Known entities",
 }
 SECTION_LIMITS = {"entities": 15, "instructions": 15, "facts": 30, "events": 15, "plans": 10}
-RELATIONSHIPS_PER_ENTITY = 8
-RELATIONSHIP_VIA = ("search_entity", "get_relationships")
 
-# Without curation the ranked list is the answer, so weak matches are cut: a record must reach the
-# absolute floor and a share of its section's best match (relationships of a named entity are kept).
-OFFLINE_MIN_COSINE = 0.25
-OFFLINE_RELATIVE = 0.55
-CURATED_MIN_COSINE = 0.1
-SEARCH_SCORE_WEIGHT = 0.5
+MAX_RECORDS = 4
+"""Most prompts need 0-3 records; a few need more, never a wall of them."""
+CURATED_BAR_SHARE = 0.5
+"""With an LLM curating afterwards, candidates need only half the relevance bar to reach it."""
 
 HEADER = "Relevant memories from earlier sessions (octygraph):"
 
@@ -55,29 +51,26 @@ def _section(record: Record, today: str) -> str:
     return "facts"
 
 
-def _mentioned(name: str, prompt: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(name.strip())}(?!\w)", prompt, re.IGNORECASE) is not None
-
-
-def _rank(record: Record) -> float:
-    """Cosine to the prompt, lifted by a score floor (global rules) or a strong hybrid search score.
-
-    Half the search score counts because keyword matches the embedding misses ("commit message" for
-    "Write a commit message ...") are real hits too.
-    """
-    return max(
-        float(record.get("cosine") or 0.0),
-        float(record.get("score_floor") or 0.0),
-        SEARCH_SCORE_WEIGHT * float(record.get("search_score") or 0.0),
-    )
-
-
 def collect(
-    store: MemoryStore, prompt: str, retrieved: list[Record], today: date, offline: bool
+    store: MemoryStore,
+    prompt: str,
+    retrieved: list[Record],
+    today: date,
+    offline: bool,
+    seen: set[str] | frozenset[str] = frozenset(),
 ) -> dict[str, list[Record]]:
-    """Sections of ranked, deduplicated, current records."""
+    """Sections of the current records that clear the relevance bar, most relevant first.
+
+    Every candidate gets a calibrated probability of being relevant to the prompt (the relevance
+    model); only those above its threshold are kept, at most `MAX_RECORDS`. With an LLM curating
+    afterwards the bar is lower (curation drops more). Records this session has already seen
+    (`seen`: injected earlier, or stored from its own prompts) are left out: they are in the
+    transcript.
+    """
     merged: dict[str, Record] = {}
     for record in retrieved:
+        if record["id"] in seen or record.get("type") == "entity":
+            continue
         current = merged.get(record["id"])
         if current is None:
             merged[record["id"]] = {**record, "vias": [record.get("via")]}
@@ -85,59 +78,49 @@ def collect(
             current["vias"].append(record.get("via"))
             for key in ("entity_id", "entity_name", "edge_type"):
                 current.setdefault(key, record.get(key))
-            for key in ("score_floor", "search_score"):
-                current[key] = max(current.get(key) or 0, record.get(key) or 0)
     if not merged:
         return {}
     # Superseded or deleted since the tool saw them: ask the store, the only source of truth.
-    nodes = {n.id: n for n in store.get_nodes(merged)}
-    cosines = store.cosines(store.embed_query(prompt), nodes)
+    nodes = {
+        n.id: n for n in store.get_nodes(merged) if not n.superseded_by and n.node_type != "entity"
+    }
+    if not nodes:
+        return {}
+    ids = list(nodes)
+    model = relevance_model()
+    probabilities, triggered = model.judge(
+        prompt, [MemoryText(nodes[i].content, nodes[i].node_type, nodes[i].scope) for i in ids]
+    )
+    bar = model.threshold if offline else model.threshold * CURATED_BAR_SHARE
+    chosen = sorted(
+        (
+            (max(float(p), bar) if applies else float(p), node_id)
+            for p, applies, node_id in zip(probabilities, triggered, ids, strict=True)
+            if p >= bar or applies
+        ),
+        reverse=True,
+    )[:MAX_RECORDS]
     today_s = today.isoformat()
     sections: dict[str, list[Record]] = defaultdict(list)
-    by_entity: dict[str, list[Record]] = defaultdict(list)
-    for node_id, record in merged.items():
-        node = nodes.get(node_id)
-        if node is None or node.superseded_by:
-            continue
-        if node.node_type == "entity" and _mentioned(node.content, prompt):
-            continue  # the user just named it; restating the name adds nothing
+    for probability, node_id in chosen:
+        node, record = nodes[node_id], merged[node_id]
         record.update(
             content=node.content,
             valid_from=node.valid_from,
             scope=node.scope,
             salience=node.salience,
-            cosine=round(cosines.get(node_id, 0.0), 4),
+            relevance=round(probability, 4),
+            rank=round(probability, 4),
         )
-        record["rank"] = round(_rank(record), 4)
-        only_via_relationship = all(v in RELATIONSHIP_VIA for v in record["vias"])
-        if record["type"] != "entity" and only_via_relationship and record.get("entity_id"):
-            by_entity[record["entity_id"]].append(record)
-        else:
-            name = _section(record, today_s)
-            if name == "events" and record["type"] == "plan":
-                record["promoted_from_plan"] = True
-            sections[name].append(record)
-
-    floor = OFFLINE_MIN_COSINE if offline else CURATED_MIN_COSINE
+        name = _section(record, today_s)
+        if name == "events" and record["type"] == "plan":
+            record["promoted_from_plan"] = True
+        sections[name].append(record)
     for name, records in sections.items():
         records[:] = _unique_content(records)
-        if name == "plans":
+        if name == "plans":  # upcoming plans read best in date order
             records.sort(key=lambda r: (str(r.get("valid_from") or "9999"), -r["rank"]))
-        elif name == "instructions":
-            records.sort(key=lambda r: (-r["rank"], -(r.get("scope") or 0)))
-        else:
-            records.sort(key=lambda r: -r["rank"])
-        best = max((r["rank"] for r in records), default=0.0)
-        cut = max(floor, best * OFFLINE_RELATIVE) if offline else floor
-        kept = [r for r in records if r["rank"] >= cut]
-        sections[name] = kept[: SECTION_LIMITS.get(name, 15)]
-    related: list[Record] = []
-    placed = {r["id"] for rs in sections.values() for r in rs}
-    for records in by_entity.values():
-        records.sort(key=lambda r: (-(r.get("salience") or 0), -r["rank"]))
-        related += [r for r in records if r["id"] not in placed][:RELATIONSHIPS_PER_ENTITY]
-    if related:
-        sections["relationships"] = related
+        sections[name] = records[: SECTION_LIMITS.get(name, 15)]
     return {name: sections[name] for name in SECTION_ORDER if sections.get(name)}
 
 
@@ -199,6 +182,12 @@ async def assemble(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     ctx = runtime.context
     # What this very run stored is the user's own message: echoing it back adds nothing.
     own = {r["id"] for r in state.get("stored") or []} | set(state.get("superseded") or [])
+    log = ctx.session_log()
+    # What this session was already given, or told itself, is in its transcript: skip it. Without a
+    # transcript to show for it (a replay, a bare API call) nothing proves the model still has it.
+    seen = (
+        await asyncio.to_thread(log.seen) if log is not None and ctx.transcript_visible() else set()
+    )
     sections = await asyncio.to_thread(
         collect,
         ctx.memory(),
@@ -206,6 +195,20 @@ async def assemble(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
         [r for r in state.get("retrieved") or [] if r["id"] not in own],
         ctx.day(),
         ctx.l2_model is None,
+        seen,
     )
     text = render(sections, ctx.context_budget_chars)
+    if log is not None and not ctx.read_only and ctx.l2_model is None and text:
+        # With an LLM, curation decides what is injected and records it.
+        await asyncio.to_thread(log.add, injected=rendered_ids(sections, text))
     return {"sections": sections, "assembled": text}
+
+
+def rendered_ids(sections: dict[str, list[Record]], text: str) -> list[str]:
+    """Ids of the records whose line made it into the rendered text (the budget may drop some)."""
+    return [
+        r["id"]
+        for name, records in sections.items()
+        for r in records
+        if f"- {record_line(name, r)}" in text
+    ]

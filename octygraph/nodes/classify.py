@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 
 from octygraph import heuristics, prompts
 from octygraph.context import Context
+from octygraph.heuristics.storage import has_durable
 from octygraph.models import Classification, merge_classifications
 from octygraph.nodes._common import ask_structured, timed
 from octygraph.state import PipelineState
@@ -20,14 +21,18 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     ctx = runtime.context
     prompt = state.get("prompt", "")
     known = await asyncio.to_thread(ctx.gazetteer)
-    offline = heuristics.classify(prompt, known_entities=known, today=ctx.day())
+    offline = await asyncio.to_thread(
+        heuristics.classify, prompt, known_entities=known, today=ctx.day()
+    )
     if ctx.store_only:
-        # The Stop hook: what the assistant reported is only stored, never used to retrieve.
+        # The Stop hook: what the assistant reported is only stored, never used to retrieve, and only
+        # when it reports something done or decided with lasting effect (not narration or next steps).
+        durable = await asyncio.to_thread(has_durable, prompt, assistant=True)
         return {
             "classification": offline.model_copy(
                 update={
                     "operations": offline.operations.model_copy(
-                        update={"retrieve": False, "store": True}
+                        update={"retrieve": False, "store": durable}
                     )
                 }
             )

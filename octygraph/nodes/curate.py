@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 from octygraph import prompts
 from octygraph.context import Context
 from octygraph.nodes._common import timed
-from octygraph.nodes.assemble import record_line, render
+from octygraph.nodes.assemble import record_line, render, rendered_ids
 from octygraph.state import PipelineState, Record
 
 NO_RELEVANT = "NO_RELEVANT_RECORDS"
@@ -73,8 +73,8 @@ async def curate(state: PipelineState, runtime: Runtime[Context]) -> dict[str, A
         chosen = sections[name] if kept is None else kept
         if chosen:
             curated[name] = chosen
-    return {
-        "sections": curated,
-        "context": render(curated, ctx.context_budget_chars),
-        "notes": notes,
-    }
+    context = render(curated, ctx.context_budget_chars)
+    log = ctx.session_log()
+    if log is not None and not ctx.read_only and context:
+        await asyncio.to_thread(log.add, injected=rendered_ids(curated, context))
+    return {"sections": curated, "context": context, "notes": notes}

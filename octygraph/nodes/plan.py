@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast, get_args
 
 from langgraph.runtime import Runtime
 
@@ -13,6 +13,7 @@ from octygraph.models import (
     Classification,
     ExtractedInstruction,
     InstructionList,
+    InstructionSubtype,
     RetrievalPlan,
     StorageDecision,
     StorageItem,
@@ -21,6 +22,7 @@ from octygraph.nodes._common import ask_structured, timed
 from octygraph.state import PipelineState
 from octygraph.tools.writes import Refused, check_content
 
+INSTRUCTION_SUBTYPES = get_args(InstructionSubtype)
 Told = TypeVar("Told", StorageItem, ExtractedInstruction)
 
 
@@ -66,16 +68,48 @@ async def plan(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any
     offline_plan = heuristics.plan_retrieval(
         prompt, classification, today=today, known_entities=known
     )
-    offline_storage = heuristics.filter_storage(prompt, classification, today, known_entities=known)
-    offline_instructions = heuristics.extract_instructions(
-        prompt, classification, today=today, known_entities=known
+    wants_store = classification.operations.store and not ctx.read_only
+    offline_storage = (
+        await asyncio.to_thread(
+            heuristics.filter_storage,
+            prompt,
+            classification,
+            today,
+            known_entities=known,
+            assistant=ctx.source == "claude",
+            project=ctx.get_settings().project_id,
+        )
+        if wants_store
+        else StorageDecision(store=False, reason="L1: nothing durable to store.")
+    )
+    # The instructions are the stored items that are rules: one judgement, not two.
+    offline_instructions = [
+        ExtractedInstruction(
+            content=item.content,
+            pattern="preference" if item.subtype == "instruction" else "process",
+            subtype=cast(InstructionSubtype, item.subtype)
+            if item.subtype in INSTRUCTION_SUBTYPES
+            else "rule",
+            scope=item.scope if item.scope is not None else 1.0,
+            entities=item.entities,
+        )
+        for item in offline_storage.items
+        if item.type == "instruction"
+    ]
+    offline_storage = offline_storage.model_copy(
+        update={"items": [i for i in offline_storage.items if i.type != "instruction"]}
     )
     context_line = f"Message: {prompt}\nClassification: {classification.model_dump_json()}"
 
+    retrieval_step = _llm_or(
+        ctx, RetrievalPlan, prompts.PLAN_SYSTEM, context_line, offline_plan, "plan_retrieval"
+    )
+    if not wants_store:
+        # L1 found nothing durable: no storage calls at all, with or without an LLM.
+        retrieval, n1 = await retrieval_step
+        return {"plan": retrieval, "storage": offline_storage, "instructions": [], "notes": n1}
     (retrieval, n1), (storage, n2), (instructions, n3) = await asyncio.gather(
-        _llm_or(
-            ctx, RetrievalPlan, prompts.PLAN_SYSTEM, context_line, offline_plan, "plan_retrieval"
-        ),
+        retrieval_step,
         _llm_or(
             ctx,
             StorageDecision,

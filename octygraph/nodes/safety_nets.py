@@ -3,8 +3,9 @@
 1. Instruction pre-fetch: embedding search over instructions, 10x candidates, deduplicated by normalised
    entity names (so bulk templates like "Bill <client> quarterly" cannot flood), top 15.
 2. Broad embedding fallback: pure cosine search across all node types.
-3. Global instruction auto-inject: instructions with scope >= 0.8 and cosine > 0.15, given a score floor of
-   0.6 so they compete with bulk noise in ranking.
+3. Global instructions: every current instruction with scope >= 0.8 is a candidate (read by scope, not
+   from the nearest neighbours, so none is lost at 20,000 items); the 40 closest go on to assembly,
+   where the relevance model decides by topic whether the prompt needs them.
 """
 
 from __future__ import annotations
@@ -25,10 +26,9 @@ PREFETCH_KEEP = 15
 PREFETCH_FACTOR = 10
 BROAD_FALLBACK_LIMIT = 20
 GLOBAL_SCOPE_MIN = 0.8
-GLOBAL_COSINE_MIN = 0.15
-GLOBAL_SCORE_FLOOR = 0.6
-GLOBAL_LIMIT = 10
-INSTRUCTION_POOL = 200
+GLOBAL_LIMIT = 40
+GLOBAL_POOL = 2000
+INSTRUCTION_POOL = 150
 
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'&.-]*(?:\s+[A-Z][\w'&.-]*)*")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -70,22 +70,21 @@ def _nets(store: MemoryStore, prompt: str) -> tuple[list[Record], dict[str, int]
     records += [to_record(h.node, "safety_net:broad_fallback", cosine=h.cosine) for h in broad]
     counts["broad_fallback"] = len(broad)
 
-    # 3. Global instructions, low relevance bar, score floor.
-    global_hits = [
-        h
-        for h in instruction_hits
-        if (h.node.scope or 0) >= GLOBAL_SCOPE_MIN and h.cosine > GLOBAL_COSINE_MIN
-    ][:GLOBAL_LIMIT]
+    # 3. Global instructions: every current one, read by scope rather than by nearness, so none is
+    # lost among 20,000 memories; the relevance model decides which apply to this prompt's topic.
+    global_nodes = store.list_nodes(
+        types=["instruction"],
+        min_scope=GLOBAL_SCOPE_MIN,
+        limit=GLOBAL_POOL,
+        include_superseded=False,
+    )
+    cosines = store.cosines(qvec, [n.id for n in global_nodes])
+    global_nodes = sorted(global_nodes, key=lambda n: -cosines.get(n.id, 0.0))[:GLOBAL_LIMIT]
     records += [
-        to_record(
-            h.node,
-            "safety_net:global_instruction",
-            cosine=h.cosine,
-            score_floor=GLOBAL_SCORE_FLOOR,
-        )
-        for h in global_hits
+        to_record(n, "safety_net:global_instruction", cosine=cosines.get(n.id, 0.0))
+        for n in global_nodes
     ]
-    counts["global_instructions"] = len(global_hits)
+    counts["global_instructions"] = len(global_nodes)
     return records, counts
 
 

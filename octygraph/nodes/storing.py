@@ -167,6 +167,10 @@ async def _judge(ctx: Context, new: str, old: str, cosine: float) -> tuple[Recon
 async def reconcile(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Judge each new instruction against similar existing ones: supersede, flag, or leave alone."""
     ctx = runtime.context
+    log = ctx.session_log()
+    if log is not None and not ctx.read_only and state.get("stored"):
+        # Stored from this session's own messages: already in its transcript, never injected back.
+        await asyncio.to_thread(log.add, stored=[r["id"] for r in state.get("stored") or []])
     new_instructions = [
         r
         for r in state.get("stored") or []

@@ -748,12 +748,16 @@ class MemoryStore:
         limit: int | None = 50,
         include_superseded: bool = True,
         source: str | None = None,
+        min_scope: float | None = None,
     ) -> list[Node]:
-        """Nodes newest first, optionally filtered by type, creation time and source."""
+        """Nodes newest first, optionally filtered by type, creation time, source and scope."""
         where, args = self._filters(types, None, since, None, include_superseded)
         if source:
             where.append("n.source = ?")
             args.append(source)
+        if min_scope is not None:
+            where.append("n.scope >= ?")
+            args.append(min_scope)
         sql = f"SELECT {_prefixed('n')} FROM nodes n"
         if where:
             sql += " WHERE " + " AND ".join(where)

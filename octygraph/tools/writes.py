@@ -7,15 +7,53 @@ A near-duplicate of a current memory is not stored twice.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
+from octygraph.heuristics.lexicon import COMMON_VERBS, STOPWORDS
 from octygraph.heuristics.safety import is_grounded, looks_like_injection, redact_secrets
 from octygraph.models import DEFAULT_SUBTYPE, SUBTYPES
 from octygraph.store import MemoryStore, StoreError
 from octygraph.tools.ops import ToolResult, to_record
 
-DUPLICATE_COSINE = 0.95
-"""Above this similarity to a current memory of the same type, a new one is a duplicate."""
+RESTATEMENT_COSINE = 0.88
+"""Above this similarity, a memory with the same names and numbers says the same thing again."""
+ORDINARY_WORDS = (
+    STOPWORDS
+    | COMMON_VERBS
+    | frozenset(
+        "always never every all each our my the this that these those no none please".split()
+    )
+)
+_KEY_TOKEN = re.compile(
+    r"\b\w*\d[\w.]*\b|(?<![.!?]\s)(?<!^)\b[A-Z][\w.-]*|`[^`]+`|[\w.-]*/[\w./-]+"
+)
+
+
+def key_tokens(text: str) -> set[str]:
+    """Names, numbers, versions, paths and code spans: what makes two look-alike facts different."""
+    text = text.strip()
+    keys = {m.group().strip("`.").casefold() for m in _KEY_TOKEN.finditer(text)}
+    first = re.match(r"[A-Z][\w.-]*", text)
+    # A capital at the start is a name unless it is an ordinary word ("The", "Always", "Deploy").
+    if first and first.group().casefold() not in ORDINARY_WORDS:
+        keys.add(first.group().casefold())
+    return keys
+
+
+def is_restatement(new: str, old: str, cosine: float) -> bool:
+    """Whether `new` restates `old`: close in meaning and naming exactly the same names and numbers.
+
+    "Peter handles Anderson" and "Maria handles Anderson" are close but different facts; so are two
+    rules that differ by one service name, or two limits that differ by one number.
+    """
+
+    def norm(text: str) -> str:
+        return " ".join(text.casefold().split()).rstrip(" .!")
+
+    if norm(new) == norm(old):
+        return True
+    return cosine >= RESTATEMENT_COSINE and key_tokens(new) == key_tokens(old)
 
 
 class Refused(StoreError):
@@ -91,12 +129,12 @@ def store_memory(
             f"{verb} [{node.id}] {node.content}",
             [to_record(node, "store_memory")] if created else [],
         )
-    duplicate = store.search(clean, types=[node_type], limit=1, mode="vector")
-    if duplicate and duplicate[0].cosine >= DUPLICATE_COSINE:
-        existing = duplicate[0].node
-        return ToolResult(
-            f"Already stored as [{existing.id}] {existing.content}; nothing new written."
-        )
+    for hit in store.search(clean, types=[node_type], limit=3, mode="vector"):
+        if is_restatement(clean, hit.node.content, hit.cosine):
+            existing = hit.node
+            return ToolResult(
+                f"Already stored as [{existing.id}] {existing.content}; nothing new written."
+            )
     ids = resolve_entities(store, entity_ids, entity_names)
     related = [r for r in related_ids if store.get_node(r) is not None]
     node = store.add_node(

@@ -1,0 +1,131 @@
+"""The storage gate: per segment, the probability that it is durable, and what kind of memory it is.
+
+Durable means what the labelling guideline (`training/README.md`) calls storable: a standing rule or
+preference, a fact about the project or its environment, a decision with lasting effect, a dated plan.
+Task requests, questions, pasted logs and code, acknowledgements, in-the-moment corrections and world
+knowledge are not. For the Stop hook the same model reads the assistant's reply with `assistant=True`:
+there only what was done or decided with lasting effect counts, never narration or next steps.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from octygraph.judgement.linear import Logistic, load_logistic, model_arrays
+from octygraph.judgement.segments import Segment, segments
+from octygraph.judgement.shape import shape_features
+
+GATE_FILE: Final = "storage_gate.npz"
+KINDS: Final = ("rule", "preference", "fact", "decision", "plan")
+RECENT: Final = 32
+
+Embed = Callable[[list[str]], np.ndarray]
+"""Sentence vectors from the local model (rows L2-normalised), the space the gate was trained in."""
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The gate's verdict on one segment."""
+
+    text: str
+    durable: float
+    """Calibrated probability that the segment is worth remembering."""
+    kind: str
+    """rule, preference, fact, decision or plan (the most likely kind; meaningful when kept)."""
+    keep: bool
+    machine: bool = False
+
+
+def gate_features(segs: list[Segment], vectors: np.ndarray, *, assistant: bool) -> np.ndarray:
+    """The gate's input rows: the sentence vector, then the shape features."""
+    shapes = np.stack(
+        [shape_features(s.text, machine=s.machine, assistant=assistant) for s in segs]
+    )
+    return np.hstack([vectors.astype(np.float32), shapes])
+
+
+class StorageGate:
+    """Loaded weights plus the embedder they expect."""
+
+    def __init__(
+        self,
+        durable: Logistic,
+        kind: Logistic,
+        thresholds: dict[str, float],
+        embed: Embed,
+    ) -> None:
+        self.durable = durable
+        self.kind = kind
+        self.thresholds = thresholds
+        self._embed = embed
+        # classify and plan both ask about the same message: judge it once.
+        self._recent: OrderedDict[tuple[str, bool], list[Judged]] = OrderedDict()
+        self._recent_lock = threading.Lock()
+
+    @classmethod
+    def load(cls, embed: Embed) -> StorageGate:
+        arrays = model_arrays(GATE_FILE)
+        thresholds = {
+            "user": float(arrays["threshold_user"]),
+            "assistant": float(arrays["threshold_assistant"]),
+        }
+        return cls(
+            load_logistic(arrays, "durable"), load_logistic(arrays, "kind"), thresholds, embed
+        )
+
+    def judge(self, message: str, *, assistant: bool = False) -> list[Judged]:
+        """Every segment of `message` with its verdict, in order."""
+        key = (message, assistant)
+        with self._recent_lock:
+            if key in self._recent:
+                self._recent.move_to_end(key)
+                return self._recent[key]
+        verdicts = self._judge(message, assistant)
+        with self._recent_lock:
+            self._recent[key] = verdicts
+            while len(self._recent) > RECENT:
+                self._recent.popitem(last=False)
+        return verdicts
+
+    def _judge(self, message: str, assistant: bool) -> list[Judged]:
+        segs = segments(message)
+        if not segs:
+            return []
+        prose = [i for i, s in enumerate(segs) if not s.machine]
+        verdicts: list[Judged] = [
+            Judged(s.text, 0.0, "fact", keep=False, machine=True) for s in segs
+        ]
+        if not prose:
+            return verdicts
+        chosen = [segs[i] for i in prose]
+        vectors = self._embed([s.text for s in chosen])
+        rows = gate_features(chosen, vectors, assistant=assistant)
+        p_durable = self.durable.proba(rows)
+        p_kind = self.kind.proba(rows)
+        bar = self.thresholds["assistant" if assistant else "user"]
+        for row, i in enumerate(prose):
+            kind = self.kind.classes[int(np.argmax(p_kind[row]))]
+            p = float(p_durable[row])
+            verdicts[i] = Judged(segs[i].text, round(p, 4), kind, keep=p >= bar)
+        return verdicts
+
+
+_GATE: StorageGate | None = None
+_GATE_LOCK = threading.Lock()
+
+
+def storage_gate() -> StorageGate:
+    """The process-wide gate over the local embedding model (loaded on first use)."""
+    global _GATE
+    with _GATE_LOCK:
+        if _GATE is None:
+            from octygraph.judgement.vectors import cached_local_embed
+
+            _GATE = StorageGate.load(cached_local_embed)
+        return _GATE

@@ -1,0 +1,76 @@
+"""Make a kept segment read right next week: who "I" was, which project "this repo" is.
+
+Only the words that would be ambiguous later are replaced; everything else stays the speaker's own
+words (the grounding check treats "user", "assistant" and the project id as framing, not invention).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from octygraph.heuristics.text import strip_leading_markers
+
+_IRREGULAR: Final = {
+    "am": "is",
+    "have": "has",
+    "do": "does",
+    "go": "goes",
+    "was": "was",
+    "'m": "is",
+}
+_NOT_VERBS: Final = frozenset(
+    "always never also just really usually still only already don't dont didn't can can't could "
+    "would will won't should must might may need think".split()
+)
+_MY: Final = re.compile(r"(?i)\bmy\b")
+_MID_I: Final = re.compile(
+    r"(?<=[\s,;])(?:I|i)(?:('m|\s+am)|('ve|\s+have)|\s+((?:always|never|also|usually|just|only|still)\s+)?([a-z]+))\b"
+)
+_THIS_PROJECT: Final = re.compile(
+    r"(?i)\b(?:this|our|the\s+current)\s+(repo|repository|project|codebase|app)\b"
+)
+
+
+def _third_person(verb: str) -> str:
+    if verb in _IRREGULAR:
+        return _IRREGULAR[verb]
+    if verb in _NOT_VERBS or verb.endswith(("ed", "s")):
+        return verb
+    if verb.endswith(("sh", "ch", "x", "o", "z")):
+        return verb + "es"
+    if verb.endswith("y") and len(verb) > 2 and verb[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _subject(who: str, m: re.Match[str]) -> str:
+    """ "I'm" -> "<who> is", "I've" -> "<who> has", "I (always) use" -> "<who> (always) uses"."""
+    if m.group(1):
+        return f"{who} is"
+    if m.group(2):
+        return f"{who} has"
+    return f"{who} {m.group(3) or ''}{_third_person(m.group(4))}"
+
+
+def standalone(text: str, *, speaker: str = "user", project: str | None = None) -> str:
+    """The segment as a memory: markers ("fyi", "btw") dropped, "I"/"my" and "this repo" resolved.
+
+    Args:
+        text: The kept segment, in the speaker's words.
+        speaker: "user" for prompts, "assistant" for the Stop hook's reports.
+        project: The project id, used for "this repo" / "this project".
+    """
+    body, _ = strip_leading_markers(" ".join(text.split()).strip(" -–—:;,"))
+    who = "The assistant" if speaker == "assistant" else "The user"
+    whose = who.lower() + "'s"
+    if (m := _MID_I.match(" " + body, 1)) is not None:
+        body = _subject(who, m) + body[m.end() - 1 :]
+    if body[:3].lower() == "my ":
+        body = whose[0].upper() + whose[1:] + body[2:]
+    body = _MY.sub(whose, body)
+    body = _MID_I.sub(lambda m: _subject(who.lower(), m), body)
+    if project:
+        body = _THIS_PROJECT.sub(lambda m: f"the {project} {m.group(1)}", body)
+    body = body.rstrip(" ,;:")
+    return body[:1].upper() + body[1:] if body else body

@@ -1,0 +1,43 @@
+"""Local-model sentence vectors with a process-wide cache.
+
+The gate and the relevance model both read the local model's vectors (they were fitted in that space,
+whatever embedding model the store uses). A resident service sees the same memories on every prompt,
+so their vectors are kept: a cache hit costs a dictionary lookup instead of a model call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Final
+
+import numpy as np
+
+CACHE_SIZE: Final = 20_000
+_CACHE: OrderedDict[str, np.ndarray] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def cached_local_embed(texts: list[str]) -> np.ndarray:
+    """Rows of L2-normalised local-model vectors for `texts`, computing only the unseen ones."""
+    from octygraph.embeddings import LOCAL_DIM, local_embeddings
+
+    if not texts:
+        return np.zeros((0, LOCAL_DIM), dtype=np.float32)
+    with _LOCK:
+        missing = list(dict.fromkeys(t for t in texts if t not in _CACHE))
+    if missing:
+        fresh = local_embeddings().embed_array(missing)
+        with _LOCK:
+            for text, vec in zip(missing, fresh, strict=True):
+                _CACHE[text] = vec
+            while len(_CACHE) > CACHE_SIZE:
+                _CACHE.popitem(last=False)
+    with _LOCK:
+        rows = []
+        for text in texts:
+            vec = _CACHE.get(text)
+            if vec is None:  # evicted by a concurrent caller between the two steps
+                vec = local_embeddings().embed_array([text])[0]
+            rows.append(vec)
+        return np.stack(rows)

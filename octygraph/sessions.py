@@ -1,0 +1,87 @@
+"""What one Claude Code session has already seen: memories injected into it, memories stored from it.
+
+Both are in the conversation's transcript already, so injecting them again only repeats context (the
+pipeline skips them while the hook names a transcript that exists). After
+Claude Code compacts the conversation (SessionStart with source "compact") the transcript is a summary,
+and everything may be injected again. One small JSON file per session, under the project's memory
+folder; a missing or unreadable file means "nothing seen yet".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Final
+
+SESSIONS_DIR: Final = "sessions"
+MAX_AGE_S: Final = 14 * 24 * 3600
+"""Session files older than this are removed when a new session starts writing."""
+_SAFE: Final = re.compile(r"[^A-Za-z0-9_.-]")
+_LOCK = threading.Lock()
+
+
+class SessionLog:
+    """The ids one session has seen; writes are atomic (temp file + rename)."""
+
+    def __init__(self, memory_dir: Path, session_id: str) -> None:
+        self.folder = memory_dir / SESSIONS_DIR
+        self.path = self.folder / f"{_SAFE.sub('_', session_id)[:120]}.json"
+
+    def _read(self) -> dict[str, list[str]]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {"injected": [], "stored": []}
+        return {
+            "injected": [str(i) for i in data.get("injected") or []],
+            "stored": [str(i) for i in data.get("stored") or []],
+        }
+
+    def _write(self, data: dict[str, list[str]]) -> None:
+        fresh = not self.folder.exists()
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if fresh or not self.path.exists():
+            _prune(self.folder)
+        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, self.path)
+
+    def seen(self) -> set[str]:
+        """Ids injected into this session or stored from its messages."""
+        with _LOCK:
+            data = self._read()
+        return set(data["injected"]) | set(data["stored"])
+
+    def add(self, *, injected: Iterable[str] = (), stored: Iterable[str] = ()) -> None:
+        injected, stored = list(injected), list(stored)
+        if not injected and not stored:
+            return
+        with _LOCK:
+            data = self._read()
+            data["injected"] = list(dict.fromkeys([*data["injected"], *injected]))
+            data["stored"] = list(dict.fromkeys([*data["stored"], *stored]))
+            self._write(data)
+
+    def forget(self) -> None:
+        """After compaction: the conversation no longer holds what was injected or stored."""
+        with _LOCK:
+            try:
+                self.path.unlink()
+            except OSError:
+                pass
+
+
+def _prune(folder: Path) -> None:
+    cutoff = time.time() - MAX_AGE_S
+    for old in folder.glob("*.json"):
+        try:
+            if old.stat().st_mtime < cutoff:
+                old.unlink()
+        except OSError:
+            pass

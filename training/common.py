@@ -1,0 +1,55 @@
+"""Shared by the training scripts: reading the sets, the held-out split, cached sentence vectors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+CACHE = HERE / ".cache"
+HELD_OUT_SHARE = 0.15
+"""Share of each set kept out of training (by a stable hash of the item's key) for tests and reports."""
+
+
+def read_jsonl(path: Path) -> Iterator[dict]:
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except ValueError as exc:
+                    raise SystemExit(f"{path}:{n}: not valid JSON ({exc})") from exc
+
+
+def held_out(key: str) -> bool:
+    """Whether an item belongs to the held-out part: the same answer on every machine and run."""
+    digest = hashlib.sha256(key.strip().casefold().encode()).digest()
+    return int.from_bytes(digest[:4], "big") / 2**32 < HELD_OUT_SHARE
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    """Local-model vectors for `texts`, cached on disk by text (the model is fixed by the package)."""
+    from octygraph.embeddings import LOCAL_MODEL_ID, local_embeddings
+
+    CACHE.mkdir(exist_ok=True)
+    path = CACHE / f"vectors-{hashlib.sha256(LOCAL_MODEL_ID.encode()).hexdigest()[:8]}.npz"
+    known: dict[str, np.ndarray] = {}
+    if path.exists():
+        with np.load(path, allow_pickle=False) as data:
+            known = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
+    missing = sorted({t for t in texts if t not in known})
+    if missing:
+        vectors = local_embeddings().embed_array(missing)
+        known.update(zip(missing, vectors, strict=True))
+        keys = sorted(known)
+        np.savez(path, texts=np.array(keys), vectors=np.stack([known[k] for k in keys]))
+    return np.stack([known[t] for t in texts]) if texts else np.zeros((0, 384), np.float32)
+
+
+def precision_recall(y: np.ndarray, keep: np.ndarray) -> tuple[float, float]:
+    tp = int((keep & y).sum())
+    return tp / max(1, int(keep.sum())), tp / max(1, int(y.sum()))
