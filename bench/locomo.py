@@ -122,7 +122,11 @@ class Ranking:
 
 
 def ingest(
-    conv: Conversation, db_path: Path, embedder: Embedder, cache: Path | None
+    conv: Conversation,
+    db_path: Path,
+    embedder: Embedder,
+    cache: Path | None,
+    source: str = "locomo",
 ) -> tuple[MemoryStore, float, float]:
     """One database for the conversation; returns (store, embedding seconds, insert seconds)."""
     texts = [t.content for t in conv.turns]
@@ -135,7 +139,7 @@ def ingest(
             subtype="conversation",
             id=t.dia_id,
             created_at=t.created_at,
-            source="locomo",
+            source=source,
         )
         for t in conv.turns
     ]
@@ -197,6 +201,7 @@ def evaluate(
     k: int = 20,
     embedder: Embedder | None = None,
     workdir: Path | None = None,
+    source: str = "locomo",
 ) -> Result:
     """Ingest each conversation into its own store and rank its questions in every mode."""
     embedder = embedder or local_embeddings()
@@ -208,7 +213,9 @@ def evaluate(
     with tempfile.TemporaryDirectory(prefix="locomo-", dir=workdir) as tmp:
         for conv in conversations:
             qs = conv.questions[:limit_questions] if limit_questions else conv.questions
-            store, e_s, i_s = ingest(conv, Path(tmp) / f"{conv.sample_id}.db", embedder, cache)
+            store, e_s, i_s = ingest(
+                conv, Path(tmp) / f"{conv.sample_id}.db", embedder, cache, source
+            )
             try:
                 qvecs, q_s = embed_cached(
                     embedder, [q.text for q in qs], cache, f"{conv.sample_id}-questions"
@@ -235,11 +242,11 @@ def evaluate(
     )
 
 
-def metric_rows(result: Result) -> list[list[object]]:
+def metric_rows(result: Result, categories: dict[int, str] = CATEGORIES) -> list[list[object]]:
     """Rows of (mode, category, n, R@5, R@10, R@20, NDCG@10): overall first, then per category."""
     rows: list[list[object]] = []
     groups: list[tuple[str, list[int]]] = [("all", list(range(len(result.questions))))]
-    for cat, name in CATEGORIES.items():
+    for cat, name in categories.items():
         idx = [i for i, q in enumerate(result.questions) if q.category == cat]
         if idx:
             groups.append((f"{cat} {name}", idx))
@@ -251,10 +258,11 @@ def metric_rows(result: Result) -> list[list[object]]:
     return rows
 
 
-def report(result: Result) -> str:
+def report(result: Result, categories: dict[int, str] = CATEGORIES) -> str:
     """The printed report: metrics table, then timings."""
     metrics = table(
-        ["mode", "category", "n", "R@5", "R@10", "R@20", "NDCG@10"], metric_rows(result)
+        ["mode", "category", "n", "R@5", "R@10", "R@20", "NDCG@10"],
+        metric_rows(result, categories),
     )
     timing_rows: list[list[object]] = [
         ["turns ingested", result.turns],

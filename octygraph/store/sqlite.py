@@ -35,20 +35,25 @@ from octygraph.store.vector_cache import VectorCache, cache_for, note_write, wri
 
 SearchMode = Literal["hybrid", "vector", "keyword"]
 
-# Hybrid ranking, measured on LoCoMo (research/locomo-baselines.md, bench/README.md): a min-max normalised
-# weighted sum of cosine and BM25 beats both halves and beats reciprocal rank fusion (below BM25 alone).
-VECTOR_WEIGHT = 0.5
-# BM25 is scored from the FTS5 index with these parameters: FTS5's own bm25() fixes k1=1.2, b=0.75, and
-# lighter length normalisation ranked better (longer memories usually say more, not the same thing twice).
-BM25_K1 = 1.2
-BM25_B = 0.2
+# Hybrid ranking, chosen by cross-validation over two differently shaped sets (bench/README.md): LoCoMo's
+# short turns, and long mixed histories where short user messages sit among long assistant replies. Hybrid
+# adds the z-scores of both halves over the candidates, VECTOR_WEIGHT for the cosine side. Z-scores adapt
+# to how peaked each half's scores are; min-max fusion fell behind on the long histories, reciprocal rank
+# fusion on LoCoMo.
+VECTOR_WEIGHT = 0.55
+# BM25 is scored from the FTS5 index with these parameters (FTS5's own bm25() fixes k1=1.2, b=0.75). A low
+# k1 saturates term frequency early, so a long reply that repeats the query's words many times gains little
+# over a short message that says them once; b=0.6 is a middle way between short turns, where longer ones
+# carry more, and long replies, which should not win on length alone.
+BM25_K1 = 0.3
+BM25_B = 0.6
 # FTS5 preselects this many keyword candidates per requested one (at least BM25_MIN_RESCORE) for rescoring.
 BM25_RESCORE_FACTOR = 3
 BM25_MIN_RESCORE = 300
 # Hubness reduction (local centring, akin to CSLS): a candidate's cosine is lowered by HUB_WEIGHT times its
 # cosine to the mean direction of the best HUB_MAX_CANDIDATES candidates, so generic memories close to
 # everything ("Cool, thanks!") stop crowding out specific ones. `Hit.cosine` stays the raw cosine.
-HUB_WEIGHT = 0.5
+HUB_WEIGHT = 0.35
 HUB_MAX_CANDIDATES = 200
 ENTITY_MATCH_MIN_COSINE = 0.72
 
@@ -227,14 +232,14 @@ _NODE_COLS = (
 )
 
 
-def _minmax(values: np.ndarray) -> np.ndarray:
-    """Scale to [0, 1] over the candidates; all-equal values map to 1 when positive, else 0."""
+def _zscore(values: np.ndarray) -> np.ndarray:
+    """Standard scores over the candidates; all-equal values map to 0."""
     if values.size == 0:
-        return values
-    lo, hi = float(values.min()), float(values.max())
-    if hi - lo < 1e-9:
-        return np.where(values > 0, 1.0, 0.0).astype(np.float32)
-    return ((values - lo) / (hi - lo)).astype(np.float32)
+        return values.astype(np.float32)
+    sd = float(values.std())
+    if sd < 1e-9:
+        return np.zeros(values.shape, dtype=np.float32)
+    return ((values - values.mean()) / sd).astype(np.float32)
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -1156,8 +1161,8 @@ class MemoryStore:
     ) -> list[Hit]:
         """Search memories by meaning and words; every hit carries its cosine similarity too.
 
-        `hybrid` fuses the min-max normalised cosine (less each candidate's hubness, see HUB_WEIGHT) and BM25
-        (BM25_K1, BM25_B, divided by the best score) with equal weights (VECTOR_WEIGHT); `vector` ranks by
+        `hybrid` adds the z-scores over the candidates of the cosine (less each candidate's hubness, see
+        HUB_WEIGHT) and of BM25 (BM25_K1, BM25_B), weighted by VECTOR_WEIGHT; `vector` ranks by
         raw cosine, `keyword` by BM25. Filters: node types, an entity the node is linked to, a
         creation/validity window (`since`/`until` or the last `days`). Superseded nodes are left out unless
         asked for.
@@ -1226,8 +1231,16 @@ class MemoryStore:
         elif mode == "vector":
             fused = cos
         else:
-            semantic = _minmax(cos - HUB_WEIGHT * hub) if qvec is not None else cos
-            fused = VECTOR_WEIGHT * semantic + (1 - VECTOR_WEIGHT) * kw_norm
+            # The keyword side's z-scores are over the candidates it matched, floored at 0: candidates it
+            # missed score 0 there, and a weak match never scores below them. Matches that all score the
+            # same (a single one, say) count as one standard deviation each.
+            lexical = np.zeros_like(kw)
+            matched = kw > 0
+            if matched.any():
+                found = kw[matched]
+                lexical[matched] = np.maximum(_zscore(found), 0.0) if found.std() > 1e-9 else 1.0
+            semantic = _zscore(cos - HUB_WEIGHT * hub)
+            fused = VECTOR_WEIGHT * semantic + (1 - VECTOR_WEIGHT) * lexical
         order = [int(i) for i in np.argsort(-fused, kind="stable")]
         if min_cosine is not None:
             order = [i for i in order if float(cos[i]) >= min_cosine]
