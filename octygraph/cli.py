@@ -427,6 +427,15 @@ def hook_stop() -> None:
     _hook_exit("stop")
 
 
+@hook_app.command("session-start")
+def hook_session_start() -> None:
+    """SessionStart: after Claude Code compacts a session, its memories may be injected again."""
+    from octygraph.hooks import main as hooks_main
+
+    hooks_main("session-start")
+    raise typer.Exit(0)
+
+
 def _installed_executable() -> str:
     """The `octygraph` script of the installation that is running now (an absolute path)."""
     from pathlib import Path

@@ -11,6 +11,8 @@ import os
 import sys
 
 HOOK_EVENTS = ("prompt", "stop")
+LOCAL_HOOK_EVENTS = ("session-start",)
+"""Rare, cheap hook events answered in this process (they only touch a small session file)."""
 
 
 def main() -> None:
@@ -23,6 +25,11 @@ def main() -> None:
         from octygraph.service.client import hook_main
 
         hook_main(args[1])  # exits the process, always with 0
+    if len(args) == 2 and args[0] == "hook" and args[1] in LOCAL_HOOK_EVENTS and len(sys.argv) == 3:
+        from octygraph.hooks import main as hooks_main
+
+        hooks_main(args[1])
+        os._exit(0)
     from octygraph.cli import main as cli_main
 
     cli_main()

@@ -310,13 +310,20 @@ def stop_hook(stdin: IO[bytes], stdout: IO[str]) -> None:
     _hook("stop", stdin, stdout)
 
 
+def session_start_hook(stdin: IO[bytes], stdout: IO[str]) -> None:
+    """SessionStart: after a compaction, forget what this session was already given; print nothing."""
+    _hook("session-start", stdin, stdout)
+
+
 def main(event: str) -> int:
     """Entry for `octygraph hook EVENT`; always 0."""
     if os.environ.get("OCTY_NO_HOOKS") == "1":
         return (
             0  # set around our own `claude -p` fallback calls, so a user-level hook cannot recurse
         )
-    handler = {"prompt": prompt_hook, "stop": stop_hook}.get(event)
+    handler = {"prompt": prompt_hook, "stop": stop_hook, "session-start": session_start_hook}.get(
+        event
+    )
     if handler is not None:
         handler(sys.stdin.buffer, sys.stdout)
     return 0

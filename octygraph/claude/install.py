@@ -26,10 +26,11 @@ COMMAND_NAME = "octybot.md"
 RECORD_VERSION = 1
 PROMPT_TIMEOUT_S = 20  # Claude Code's own limit is 30 s; the pipeline budgets itself below this.
 STOP_TIMEOUT_S = 120
+SESSION_START_TIMEOUT_S = 10
 PROMPT_STATUS = "octybot: recalling memories"
 BASELINE_PROFILE = "small-baseline.db"
 COMMAND_MARKER = "managed by octygraph"
-EVENTS = ("UserPromptSubmit", "Stop")
+EVENTS = ("UserPromptSubmit", "Stop", "SessionStart")
 
 
 class InstallError(ValueError):
@@ -105,7 +106,12 @@ def command_prefix(executable: str, project_id: str) -> str:
 def hook_commands(executable: str, project_id: str) -> dict[str, str]:
     """The shell command of each hook, by event name."""
     prefix = command_prefix(executable, project_id)
-    return {"UserPromptSubmit": f"{prefix} hook prompt", "Stop": f"{prefix} hook stop"}
+    return {
+        "UserPromptSubmit": f"{prefix} hook prompt",
+        "Stop": f"{prefix} hook stop",
+        # After a compaction the transcript is a summary: memories may be injected again.
+        "SessionStart": f"{prefix} hook session-start",
+    }
 
 
 def hook_handler(event: str, command: str) -> dict[str, Any]:
@@ -117,6 +123,8 @@ def hook_handler(event: str, command: str) -> dict[str, Any]:
             "timeout": PROMPT_TIMEOUT_S,
             "statusMessage": PROMPT_STATUS,
         }
+    if event == "SessionStart":
+        return {"type": "command", "command": command, "timeout": SESSION_START_TIMEOUT_S}
     # Stop work (storing, usage reports) must never hold the UI.
     return {"type": "command", "command": command, "async": True, "timeout": STOP_TIMEOUT_S}
 
@@ -499,7 +507,9 @@ def install(target_dir: Path, settings: Settings, executable: str) -> InstallRep
 
 # --- uninstall ------------------------------------------------------------------------------------
 
-_OUR_HOOK = re.compile(r'^OCTYBOT_PROJECT=\S+ (?:"[^"]*"|\S+) hook (?:prompt|stop)$')
+_OUR_HOOK = re.compile(
+    r'^OCTYBOT_PROJECT=\S+ (?:"[^"]*"|\S+) hook (?:prompt|stop|session-start)$'
+)
 
 
 def _guess_record(settings_data: dict[str, Any] | None, command_file: Path) -> dict[str, Any]:
@@ -509,12 +519,18 @@ def _guess_record(settings_data: dict[str, Any] | None, command_file: Path) -> d
     if isinstance(hooks, dict):
         for event in EVENTS:
             groups = hooks.get(event)
+            only_ours = bool(groups)
             for group in groups if isinstance(groups, list) else []:
                 handlers = group.get("hooks") if isinstance(group, dict) else None
                 for handler in handlers if isinstance(handlers, list) else []:
                     command = handler.get("command") if isinstance(handler, dict) else None
                     if isinstance(command, str) and _OUR_HOOK.match(command):
                         record["hooks"].append({"event": event, "command": command})
+                    else:
+                        only_ours = False
+            # An event list holding nothing but our hooks was created by an install: drop it too.
+            if only_ours:
+                record["created"]["events"].append(event)
     try:
         if COMMAND_MARKER in command_file.read_text(encoding="utf-8"):
             record["created"]["command_file"] = True
