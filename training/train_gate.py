@@ -39,7 +39,8 @@ from training.common import HERE, embed, held_out, precision_recall, read_jsonl
 SETS = HERE / "storage"
 OUT = HERE.parent / "octygraph" / "data" / GATE_FILE
 REPORT = HERE / "gate_report.json"
-C_GRID = (0.05, 0.1, 0.3, 1.0)
+C_GRID = (0.1, 0.3, 1.0, 3.0, 10.0)
+VECTOR_DIMS = 384
 MAX_FALSE_KEEP = 0.02
 SEED = 7
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -131,12 +132,18 @@ def features(rows: list[Row]) -> np.ndarray:
     return out
 
 
-def _fit(x: np.ndarray, y: np.ndarray, c: float, *, balanced: bool = True) -> Logistic:
+def _fit(
+    x: np.ndarray, y: np.ndarray, c: float, *, balanced: bool = True, vector_dims: int = 0
+) -> Logistic:
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
     scaler = StandardScaler().fit(x)
     scale = np.where(scaler.scale_ > 1e-6, scaler.scale_, 1.0)
+    if x.shape[1] > vector_dims > 0:
+        # Sentence-vector dimensions share one scale: scaling each to unit variance would blow up
+        # the near-constant ones, and the model would fit their noise.
+        scale[:vector_dims] = float(np.sqrt((scaler.var_[:vector_dims]).sum()))
     model = LogisticRegression(C=c, max_iter=3000, class_weight="balanced" if balanced else None)
     model.fit((x - scaler.mean_) / scale, y)
     return Logistic(
@@ -160,7 +167,7 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, folds: np.ndarray, c: float) -> np
     p = np.zeros(len(y), dtype=np.float64)
     for f in sorted(set(folds.tolist())):
         train, test = folds != f, folds == f
-        p[test] = _fit(x[train], y[train], c).proba(x[test])
+        p[test] = _fit(x[train], y[train], c, vector_dims=VECTOR_DIMS).proba(x[test])
     return p
 
 
@@ -211,9 +218,14 @@ def main() -> int:
         for s in ("user", "assistant")
     }
 
-    durable = _fit(xt, yt, c_best)
+    durable = _fit(xt, yt, c_best, vector_dims=VECTOR_DIMS)
     kind_rows = train & y & np.array([r.kind in KINDS for r in rows])
-    kind = _fit(x[kind_rows], np.array([rows[i].kind for i in np.flatnonzero(kind_rows)]), 1.0)
+    kind = _fit(
+        x[kind_rows],
+        np.array([rows[i].kind for i in np.flatnonzero(kind_rows)]),
+        1.0,
+        vector_dims=VECTOR_DIMS,
+    )
 
     report: dict = {
         "segments": len(rows),

@@ -50,6 +50,16 @@ def gate_features(segs: list[Segment], vectors: np.ndarray, *, assistant: bool) 
     return np.hstack([vectors.astype(np.float32), shapes])
 
 
+def message_bar(threshold: float, segments: int) -> float:
+    """The bar for each segment of a message with `segments` prose segments.
+
+    `threshold` keeps a set share of single non-durable sentences; a long message gives every one of
+    its sentences that chance to be kept wrongly. The miss rate left above the bar shrinks with the
+    square root of the sentence count, so a long task spec needs a clearer statement to store anything.
+    """
+    return 1.0 - (1.0 - threshold) / max(1.0, float(segments)) ** 0.5
+
+
 class StorageGate:
     """Loaded weights plus the embedder they expect."""
 
@@ -108,7 +118,7 @@ class StorageGate:
         rows = gate_features(chosen, vectors, assistant=assistant)
         p_durable = self.durable.proba(rows)
         p_kind = self.kind.proba(rows)
-        bar = self.thresholds["assistant" if assistant else "user"]
+        bar = message_bar(self.thresholds["assistant" if assistant else "user"], len(prose))
         for row, i in enumerate(prose):
             kind = self.kind.classes[int(np.argmax(p_kind[row]))]
             p = float(p_durable[row])

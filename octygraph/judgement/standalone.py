@@ -35,7 +35,7 @@ _THIS_PROJECT: Final = re.compile(
 def _third_person(verb: str) -> str:
     if verb in _IRREGULAR:
         return _IRREGULAR[verb]
-    if verb in _NOT_VERBS or verb.endswith(("ed", "s")):
+    if verb in _NOT_VERBS or verb.endswith(("ed", "s", "nt", "n't", "'d", "ll")):
         return verb
     if verb.endswith(("sh", "ch", "x", "o", "z")):
         return verb + "es"
