@@ -17,7 +17,14 @@ from typing import Final
 
 import numpy as np
 
-from octygraph.judgement.linear import Logistic, load_logistic, model_arrays
+from octygraph.judgement.linear import (
+    Logistic,
+    Mlp,
+    ModelFileError,
+    load_logistic,
+    load_mlp,
+    model_arrays,
+)
 from octygraph.judgement.segments import Segment, segments
 from octygraph.judgement.shape import shape_features
 
@@ -50,29 +57,21 @@ def gate_features(segs: list[Segment], vectors: np.ndarray, *, assistant: bool) 
     return np.hstack([vectors.astype(np.float32), shapes])
 
 
-def message_bar(threshold: float, segments: int) -> float:
-    """The bar for each segment of a message with `segments` prose segments.
-
-    `threshold` keeps a set share of single non-durable sentences; a long message gives every one of
-    its sentences that chance to be kept wrongly. The miss rate left above the bar shrinks with the
-    square root of the sentence count, so a long task spec needs a clearer statement to store anything.
-    """
-    return 1.0 - (1.0 - threshold) / max(1.0, float(segments)) ** 0.5
-
-
 class StorageGate:
     """Loaded weights plus the embedder they expect."""
 
     def __init__(
         self,
-        durable: Logistic,
+        durable: Mlp,
         kind: Logistic,
-        thresholds: dict[str, float],
+        bars: dict[str, np.ndarray],
         embed: Embed,
     ) -> None:
         self.durable = durable
         self.kind = kind
-        self.thresholds = thresholds
+        self.bars = bars
+        """Per source, the bar for a message of 1, 2, ... prose segments (the last for longer ones):
+        a longer message gives more sentences the chance to be kept wrongly, so each needs more."""
         self._embed = embed
         # classify and plan both ask about the same message: judge it once.
         self._recent: OrderedDict[tuple[str, bool], list[Judged]] = OrderedDict()
@@ -81,13 +80,13 @@ class StorageGate:
     @classmethod
     def load(cls, embed: Embed) -> StorageGate:
         arrays = model_arrays(GATE_FILE)
-        thresholds = {
-            "user": float(arrays["threshold_user"]),
-            "assistant": float(arrays["threshold_assistant"]),
-        }
-        return cls(
-            load_logistic(arrays, "durable"), load_logistic(arrays, "kind"), thresholds, embed
-        )
+        try:
+            bars = {source: arrays[f"bars_{source}"] for source in ("user", "assistant")}
+        except KeyError as exc:
+            raise ModelFileError(
+                f"The model file lacks {exc.args[0]}; reinstall octygraph."
+            ) from exc
+        return cls(load_mlp(arrays, "durable"), load_logistic(arrays, "kind"), bars, embed)
 
     def judge(self, message: str, *, assistant: bool = False) -> list[Judged]:
         """Every segment of `message` with its verdict, in order."""
@@ -118,7 +117,8 @@ class StorageGate:
         rows = gate_features(chosen, vectors, assistant=assistant)
         p_durable = self.durable.proba(rows)
         p_kind = self.kind.proba(rows)
-        bar = message_bar(self.thresholds["assistant" if assistant else "user"], len(prose))
+        bars = self.bars["assistant" if assistant else "user"]
+        bar = float(bars[min(len(prose), len(bars)) - 1])
         for row, i in enumerate(prose):
             kind = self.kind.classes[int(np.argmax(p_kind[row]))]
             p = float(p_durable[row])

@@ -1,4 +1,4 @@
-"""Logistic models shipped as `.npz` files: standardise, dot product, sigmoid or softmax.
+"""Small models shipped as `.npz` files: logistic layers and a one-hidden-layer network.
 
 The training scripts (`training/`) fit them with scikit-learn and save only arrays, so the run time needs
 NumPy alone, loads in a millisecond and never unpickles code.
@@ -42,6 +42,55 @@ class Logistic:
         z = z - z.max(axis=1, keepdims=True)
         e = np.exp(z)
         return e / e.sum(axis=1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class Mlp:
+    """Binary networks with one ReLU hidden layer, averaged: standardise, two products, sigmoid.
+
+    Several members (the same shape, fitted from different seeds) vote by their mean probability,
+    which steadies the verdict on sentences unlike any one member's training draw.
+    """
+
+    mean: np.ndarray
+    scale: np.ndarray
+    hidden_weights: np.ndarray
+    """Shape (members, features, hidden)."""
+    hidden_bias: np.ndarray
+    """Shape (members, hidden)."""
+    output_weights: np.ndarray
+    """Shape (members, hidden)."""
+    output_bias: np.ndarray
+    """Shape (members,)."""
+
+    def proba(self, features: np.ndarray) -> np.ndarray:
+        """P(positive class) per row."""
+        x = (np.atleast_2d(features).astype(np.float32) - self.mean) / self.scale
+        hidden = np.maximum(
+            np.einsum("nf,mfh->mnh", x, self.hidden_weights) + self.hidden_bias[:, None, :], 0.0
+        )
+        z = np.einsum("mnh,mh->mn", hidden, self.output_weights) + self.output_bias[:, None]
+        return (1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))).mean(axis=0)
+
+
+def save_mlp(arrays: dict[str, np.ndarray], prefix: str, model: Mlp) -> None:
+    """Add one network's arrays to a dict destined for `np.savez`."""
+    for name in ("mean", "scale", "hidden_weights", "hidden_bias", "output_weights", "output_bias"):
+        arrays[f"{prefix}_{name}"] = np.asarray(getattr(model, name), dtype=np.float32)
+
+
+def load_mlp(arrays: dict[str, np.ndarray], prefix: str) -> Mlp:
+    try:
+        return Mlp(
+            mean=arrays[f"{prefix}_mean"],
+            scale=arrays[f"{prefix}_scale"],
+            hidden_weights=arrays[f"{prefix}_hidden_weights"],
+            hidden_bias=arrays[f"{prefix}_hidden_bias"],
+            output_weights=arrays[f"{prefix}_output_weights"],
+            output_bias=np.atleast_1d(arrays[f"{prefix}_output_bias"]),
+        )
+    except KeyError as exc:
+        raise ModelFileError(f"The model file lacks {exc.args[0]}; reinstall octygraph.") from exc
 
 
 def save_logistic(arrays: dict[str, np.ndarray], prefix: str, model: Logistic) -> None:
