@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from datetime import date
 from typing import TYPE_CHECKING, Final
 
-from octygraph.heuristics.analysis import MAX_ANALYSIS_CHARS, Sentence, analyze
+from octygraph.heuristics.analysis import MAX_ANALYSIS_CHARS, Sentence, analyze, resolve_pronouns
 from octygraph.heuristics.entities import Gazetteer, mentions, prompt_gazetteer
 from octygraph.heuristics.instructions import detect_instruction, instruction_scope
 from octygraph.heuristics.lexicon import GENERIC_SUBJECTS, STOPWORDS
@@ -272,8 +272,10 @@ def filter_storage(
     )
     items: list[StorageItem] = []
     skipped: list[str] = []
-    for verdict in judged:
-        sentence = analyze(verdict.text, today, gazetteer)
+    sentences = [analyze(verdict.text, today, gazetteer) for verdict in judged]
+    # "Our CTO is Mina Okafor. She approves ..." : the second sentence is about Mina Okafor too.
+    names = resolve_pronouns(sentences)
+    for verdict, sentence, entity_names in zip(judged, sentences, names, strict=True):
         refused = _refusal(sentence)
         explicit = not assistant and EXPLICIT_RULE.search(sentence.body) is not None
         if refused or not (verdict.keep or explicit):
@@ -283,7 +285,7 @@ def filter_storage(
             skipped.append("item limit reached")
             break
         kind = "rule" if explicit and not verdict.keep else verdict.kind
-        items.append(_item(sentence, kind, classification, today, assistant, project))
+        items.append(_item(sentence, entity_names, kind, classification, today, assistant, project))
     items = _dedup(items)
     if items:
         kinds = ", ".join(dict.fromkeys(item.type for item in items))
@@ -320,6 +322,7 @@ def _refusal(s: Sentence) -> str | None:
 
 def _item(
     s: Sentence,
+    entity_names: list[str],
     kind: str,
     classification: Classification | None,
     today: date,
@@ -329,7 +332,8 @@ def _item(
     content, _ = redact_secrets(
         standalone(s.text, speaker="assistant" if assistant else "user", project=project)
     )
-    entities = [e.name for e in s.entities if e.kind != "concept"]
+    concepts = {e.name for e in s.entities if e.kind == "concept"}
+    entities = [name for name in entity_names if name not in concepts]
     if classification is not None:
         known = {n.casefold() for n in entities}
         for mention in classification.entities:
@@ -340,8 +344,12 @@ def _item(
     node_type: NodeType = {"rule": "instruction", "preference": "instruction", "plan": "plan"}.get(
         kind, "fact"
     )  # type: ignore[assignment]
-    if kind == "decision" and instruction is not None and not s.past:
-        node_type = "instruction"  # "we use pnpm for installs" governs how work is done
+    # A decision that governs how work is done is an instruction ("we use pnpm for installs"), and
+    # so is an undated one told in the past tense that replaces an earlier one ("we switched from X
+    # to Y"); a dated past change ("took over ... yesterday") is an event of that day.
+    lasting = not s.past or (s.correction and s.date is None)
+    if kind == "decision" and instruction is not None and lasting:
+        node_type = "instruction"
     scope: float | None = None
     subtype: str | None
     if node_type == "instruction":
@@ -349,7 +357,9 @@ def _item(
         scope = instruction.scope if instruction is not None else instruction_scope(s)
     elif node_type == "plan":
         subtype = _item_subtype("plan", s)
-    elif s.past and (kind == "decision" or _EVENT_SUBTYPES[1][1].search(s.low)):
+    elif not lasting and (
+        kind == "decision" or s.correction or _EVENT_SUBTYPES[1][1].search(s.low)
+    ):
         node_type, subtype = "event", "decision"
     else:
         subtype = _item_subtype("fact", s)
