@@ -287,6 +287,7 @@ def run(
     ] = None,
 ) -> None:
     """Run the whole memory pipeline on one prompt: store what it tells, print the context it needs."""
+    from octygraph.context import CLI_SESSION
     from octygraph.runner import RunOptions, run_prompt
     from octygraph.services import open_store
 
@@ -297,7 +298,7 @@ def run(
     s = settings()
     with open_store(s) as store:
         result = _run_async(
-            run_prompt(prompt, s, store, RunOptions(offline=offline, session_id="cli"))
+            run_prompt(prompt, s, store, RunOptions(offline=offline, session_id=CLI_SESSION))
         )
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False, indent=2))

@@ -22,6 +22,11 @@ _OPEN_LOCK = threading.Lock()
 _GAZETTEERS: dict[str, tuple[Any, Any]] = {}
 
 
+CLI_SESSION = "cli"
+"""The session id of `octygraph run`: it names what the CLI stored, but one-shot runs are not a
+conversation, so nothing earlier is assumed to be in front of the model."""
+
+
 @dataclass(kw_only=True)
 class Context:
     """What every node and tool needs: the memory store, chat models (None = offline) and limits.
@@ -81,7 +86,7 @@ class Context:
 
     def session_log(self) -> SessionLog | None:
         """What this Claude Code session has already seen; None outside a session."""
-        if not self.session_id:
+        if not self.session_id or self.session_id == CLI_SESSION:
             return None
         return SessionLog(self.get_settings().paths.memory_dir, self.session_id)
 

@@ -1,7 +1,8 @@
 """What one Claude Code session has already seen: memories injected into it, memories stored from it.
 
-Both are in the conversation's transcript already, so injecting them again only repeats context (the
-pipeline skips them while the hook names a transcript that exists). After
+Both are in the conversation already, so injecting them again only repeats context. What octygraph
+injected it knows went into the conversation; what the session stored is the user's own words, which
+the pipeline takes as still in front of the model while the hook names a transcript that exists. After
 Claude Code compacts the conversation (SessionStart with source "compact") the transcript is a summary,
 and everything may be injected again. One small JSON file per session, under the project's memory
 folder; a missing or unreadable file means "nothing seen yet".
@@ -52,11 +53,11 @@ class SessionLog:
         os.chmod(tmp, 0o600)
         os.replace(tmp, self.path)
 
-    def seen(self) -> set[str]:
-        """Ids injected into this session or stored from its messages."""
+    def seen(self, *, stored: bool = True) -> set[str]:
+        """Ids injected into this session, and (with `stored`) those stored from its messages."""
         with _LOCK:
             data = self._read()
-        return set(data["injected"]) | set(data["stored"])
+        return set(data["injected"]) | (set(data["stored"]) if stored else set())
 
     def add(self, *, injected: Iterable[str] = (), stored: Iterable[str] = ()) -> None:
         injected, stored = list(injected), list(stored)

@@ -507,9 +507,7 @@ def install(target_dir: Path, settings: Settings, executable: str) -> InstallRep
 
 # --- uninstall ------------------------------------------------------------------------------------
 
-_OUR_HOOK = re.compile(
-    r'^OCTYBOT_PROJECT=\S+ (?:"[^"]*"|\S+) hook (?:prompt|stop|session-start)$'
-)
+_OUR_HOOK = re.compile(r'^OCTYBOT_PROJECT=\S+ (?:"[^"]*"|\S+) hook (?:prompt|stop|session-start)$')
 
 
 def _guess_record(settings_data: dict[str, Any] | None, command_file: Path) -> dict[str, Any]:

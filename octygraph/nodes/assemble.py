@@ -183,10 +183,13 @@ async def assemble(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     # What this very run stored is the user's own message: echoing it back adds nothing.
     own = {r["id"] for r in state.get("stored") or []} | set(state.get("superseded") or [])
     log = ctx.session_log()
-    # What this session was already given, or told itself, is in its transcript: skip it. Without a
-    # transcript to show for it (a replay, a bare API call) nothing proves the model still has it.
+    # What this session was already given is in its conversation: skip it (until a compaction drops it;
+    # the SessionStart hook then clears the log). What it told itself is skipped while its transcript
+    # shows it; without one (a replay, a bare API call) nothing proves the model still has it.
     seen = (
-        await asyncio.to_thread(log.seen) if log is not None and ctx.transcript_visible() else set()
+        await asyncio.to_thread(log.seen, stored=ctx.transcript_visible())
+        if log is not None
+        else set()
     )
     sections = await asyncio.to_thread(
         collect,

@@ -1,0 +1,321 @@
+"""The learned judgement: what is stored (storage gate) and what is injected (relevance model).
+
+Each failure class seen on real coding-assistant traffic has its own examples here, written for these
+tests; the held-out part of the training sets (never trained on) checks that the shipped weights still
+generalise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from octygraph.heuristics import filter_storage
+from octygraph.judgement.gate import storage_gate
+from octygraph.judgement.relevance import MemoryText, relevance_model
+from octygraph.judgement.segments import segments
+from octygraph.judgement.standalone import standalone
+from octygraph.runner import RunOptions, run_prompt
+from octygraph.services import open_store
+from octygraph.settings import Settings
+from octygraph.tools.writes import is_restatement, key_tokens
+from training.common import held_out, read_jsonl
+
+TRAINING = Path(__file__).resolve().parent.parent / "training"
+
+
+def stored_texts(message: str, *, assistant: bool = False) -> list[str]:
+    decision = filter_storage(message, assistant=assistant, project="shopfront")
+    return [item.content for item in decision.items]
+
+
+# ----------------------------------------------------------------------------- what is stored
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Convert the billing service from promises to async/await",
+        "run prettier on the whole repo and fix whatever it complains about",
+        "make sure the new /orders endpoint returns 422 on a bad payload",
+        "can you add pagination to the admin users table",
+    ],
+)
+def test_one_off_task_requests_are_not_stored_as_rules(message: str) -> None:
+    assert stored_texts(message) == []
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "It says AttributeError: 'NoneType' object has no attribute 'items'",
+        "still broken, same error: ReferenceError: window is not defined",
+        'Traceback (most recent call last):\n  File "app.py", line 12, in <module>\n'
+        "    main()\nValueError: invalid literal for int() with base 10: 'abc'",
+        "ok lets do the second option",
+        "yes",
+        "you changed the wrong config file, revert it",
+    ],
+)
+def test_pasted_errors_follow_ups_and_acknowledgements_are_not_stored(message: str) -> None:
+    assert stored_texts(message) == []
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["Ice is cold.", "HTTP 500 means a server error", "JavaScript runs in the browser"],
+)
+def test_common_sense_and_world_knowledge_are_not_stored(message: str) -> None:
+    assert stored_texts(message) == []
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("the storefront is a Remix app deployed on Fly.io", "Remix"),
+        ("from now on never push directly to the release branch", "release branch"),
+        ("we use pnpm workspaces for every package in the monorepo", "pnpm"),
+        ("Sofia owns the payments service", "Sofia"),
+    ],
+)
+def test_durable_statements_are_stored(message: str, expected: str) -> None:
+    texts = stored_texts(message)
+    assert len(texts) == 1 and expected in texts[0]
+
+
+def test_a_mixed_prompt_stores_only_its_durable_part() -> None:
+    texts = stored_texts("Add caching to the product page; we cache everything in Redis here")
+    assert len(texts) == 1
+    assert "Redis" in texts[0] and "product page" not in texts[0]
+
+
+def test_pasted_output_never_merges_with_the_sentence_before_it() -> None:
+    parts = segments("the deploy broke again\n    at Server.listen (node:net:1780:7)\nany idea?")
+    assert [p.machine for p in parts] == [False, True, False]
+
+
+def test_first_person_memories_say_who_spoke() -> None:
+    assert standalone("my laptop is an M3 MacBook Air") == "The user's laptop is an M3 MacBook Air"
+    assert standalone("I use fish as my shell") == "The user uses fish as the user's shell"
+    assert standalone("I deployed the worker to Fly.io", speaker="assistant").startswith(
+        "The assistant deployed"
+    )
+    assert (
+        standalone("this repo uses yarn 4", project="shopfront") == "The shopfront repo uses yarn 4"
+    )
+
+
+def test_the_stop_hook_keeps_lasting_outcomes_not_narration() -> None:
+    reply = (
+        "Let me look at the deployment config first. I migrated the sessions table to Postgres 16 "
+        "and switched the cache to Redis. Next, I'll add tests for the edge cases. "
+        "Would you like me to continue?"
+    )
+    texts = stored_texts(reply, assistant=True)
+    assert texts and all("Let me" not in t and "Next" not in t for t in texts)
+    assert any("Postgres 16" in t or "Redis" in t for t in texts)
+    assert stored_texts("Sure, I'll take a look at the file now.", assistant=True) == []
+    assert stored_texts("You want the button to be bigger.", assistant=True) == []
+
+
+def test_restatements_merge_but_a_different_name_or_number_does_not() -> None:
+    assert is_restatement(
+        "Peter handles the Anderson account", "peter handles the Anderson account.", 0.99
+    )
+    assert is_restatement("We deploy with Fly.io", "We deploy on Fly.io", 0.95)
+    assert not is_restatement(
+        "Always run ruff before deploying Falcon", "Always run ruff before deploying Osprey", 0.96
+    )
+    assert not is_restatement(
+        "The API limit is 100 per minute", "The API limit is 200 per minute", 0.97
+    )
+    assert not is_restatement("Maria handles Anderson", "Peter handles Anderson", 0.93)
+    assert key_tokens("Maria handles Anderson") == {"maria", "anderson"}
+
+
+def test_two_rules_that_differ_by_one_name_are_both_stored(home: Path) -> None:
+    settings = Settings.from_env(project_id="rules")
+
+    async def go() -> list[str]:
+        with open_store(settings) as store:
+            contents = []
+            for text in (
+                "from now on always ping Dana before merging into the billing repo",
+                "from now on always ping Omar before merging into the billing repo",
+            ):
+                result = await run_prompt(text, settings, store, RunOptions(offline=True))
+                contents += [r["content"] for r in result["stored"]]
+            return contents
+
+    contents = asyncio.run(go())
+    assert any("Dana" in c for c in contents) and any("Omar" in c for c in contents)
+
+
+def test_an_error_name_is_not_stored_as_an_entity(home: Path) -> None:
+    settings = Settings.from_env(project_id="errs")
+
+    async def go() -> list[dict[str, str]]:
+        with open_store(settings) as store:
+            result = await run_prompt(
+                "It says KeyError: 'user_id' when I open the profile page",
+                settings,
+                store,
+                RunOptions(offline=True),
+            )
+            return result["stored"]
+
+    assert asyncio.run(go()) == []
+
+
+def _held_out_items() -> list[dict]:
+    items = []
+    for path in sorted((TRAINING / "storage").glob("*.jsonl")):
+        items += [i for i in read_jsonl(path) if "text" in i and held_out(i["text"])]
+    return items
+
+
+def test_the_gate_generalises_to_the_held_out_part_of_its_training_set() -> None:
+    items = _held_out_items()
+    assert len(items) >= 300
+    gate = storage_gate()
+    kept = []
+    for item in items:
+        verdicts = gate.judge(item["text"], assistant=item.get("source") == "assistant")
+        kept.append(any(v.keep for v in verdicts))
+    truth = np.array([bool(i["durable"]) for i in items])
+    keep = np.array(kept)
+    precision = (keep & truth).sum() / max(1, keep.sum())
+    recall = (keep & truth).sum() / max(1, truth.sum())
+    report = json.loads((TRAINING / "gate_report.json").read_text())
+    assert report["held_out"] > 0
+    assert precision >= 0.85, f"held-out precision {precision:.2f}"
+    assert recall >= 0.6, f"held-out recall {recall:.2f}"
+
+
+# ----------------------------------------------------------------------------- what is injected
+
+
+def test_relevance_is_a_probability_that_prefers_the_memory_the_prompt_needs() -> None:
+    model = relevance_model()
+    memories = [
+        MemoryText("The agent service listens on port 3001", "fact"),
+        MemoryText("The marketing site uses Tailwind", "fact"),
+        MemoryText("Priya owns the iOS app", "fact"),
+    ]
+    p = model.score("which port does the agent service listen on?", memories)
+    assert ((p >= 0) & (p <= 1)).all()
+    assert p[0] == p.max() and p[0] >= model.threshold
+    assert (p[1:] < model.threshold).all()
+
+
+def test_a_rule_applies_by_the_activity_it_governs() -> None:
+    model = relevance_model()
+    memories = [
+        MemoryText("Always run the full test suite before deploying", "instruction", 1.0),
+        MemoryText("Never log customer emails", "instruction", 1.0),
+    ]
+    _, applies = model.judge("push the new build to production", memories)
+    assert applies.tolist() == [True, False]
+    _, applies = model.judge("ok go ahead", memories)
+    assert not applies.any()
+
+
+def _run(
+    settings: Settings, text: str, session: str | None = None, transcript: Path | None = None
+) -> dict:
+    options = RunOptions(
+        offline=True, session_id=session, transcript_path=str(transcript) if transcript else None
+    )
+
+    async def go() -> dict:
+        with open_store(settings) as store:
+            return await run_prompt(text, settings, store, options)
+
+    return asyncio.run(go())
+
+
+def _seed(settings: Settings, memories: list[tuple[str, str, float | None]]) -> None:
+    with open_store(settings) as store:
+        for content, kind, scope in memories:
+            store.add_node(kind, content, scope=scope)
+
+
+UNRELATED = [
+    ("Peter handles the Anderson account", "fact", None),
+    ("Never store real passwords in fixtures", "instruction", 1.0),
+    ("The mobile app is built with Flutter 3.19", "fact", None),
+    ("Invoices go out on the first Monday of the month", "fact", None),
+    ("Use British spelling in customer emails", "instruction", 1.0),
+    ("The data warehouse is Snowflake, refreshed nightly", "fact", None),
+]
+
+
+def test_an_unrelated_prompt_gets_no_context(home: Path) -> None:
+    settings = Settings.from_env(project_id="quiet")
+    _seed(settings, UNRELATED)
+    for prompt in (
+        "Fix the typo in the README heading",
+        "why is this loop so slow?",
+        "ok go ahead",
+    ):
+        assert _run(settings, prompt)["context"] == "", prompt
+
+
+def test_a_rule_surfaces_for_a_prompt_on_its_topic_that_shares_no_words(home: Path) -> None:
+    settings = Settings.from_env(project_id="topic")
+    _seed(settings, [*UNRELATED, ("Always run the tests before deploying", "instruction", 1.0)])
+    context = _run(settings, "ship the api to staging")["context"]
+    assert "Always run the tests before deploying" in context
+
+
+def test_global_rules_are_candidates_however_many_memories_are_closer(home: Path) -> None:
+    settings = Settings.from_env(project_id="crowd")
+    crowd = [
+        (f"Deploy service {n} to the staging cluster with the blue-green script", "fact", None)
+        for n in range(400)
+    ]
+    _seed(settings, [*crowd, ("Always run the tests before deploying", "instruction", 1.0)])
+    context = _run(settings, "ship the api to staging")["context"]
+    assert "Always run the tests before deploying" in context
+
+
+def test_a_session_does_not_see_the_same_memory_twice_until_it_is_compacted(home: Path) -> None:
+    from octygraph.hooks import handle
+
+    settings = Settings.from_env(project_id="sess")
+    _seed(settings, [("The staging database is Postgres 16 on Neon", "fact", None)])
+    first = _run(settings, "what postgres version is staging on?", "s1")
+    assert "Postgres 16" in first["context"]
+    again = _run(settings, "and which postgres does staging run?", "s1")
+    assert "Postgres 16" not in again["context"]
+    other = _run(settings, "what postgres version is staging on?", "s2")
+    assert "Postgres 16" in other["context"]
+
+    payload = {"hook_event_name": "SessionStart", "source": "compact", "session_id": "s1"}
+    env = {"OCTYBOT_HOME": str(home), "OCTYBOT_PROJECT": "sess"}
+    asyncio.run(handle("session-start", json.dumps(payload).encode(), env=env))
+    after = _run(settings, "what postgres version is staging on?", "s1")
+    assert "Postgres 16" in after["context"]
+
+
+def test_what_a_session_stored_is_not_injected_back_while_its_transcript_shows_it(
+    home: Path, tmp_path: Path
+) -> None:
+    settings = Settings.from_env(project_id="own")
+    transcript = tmp_path / "s1.jsonl"
+    transcript.write_text('{"type": "user"}\n')
+    told = _run(settings, "fyi the staging database is Postgres 16 on Neon", "s1", transcript)
+    assert told["stored"]
+    asked = _run(settings, "what postgres version is staging on?", "s1", transcript)
+    assert "Postgres 16" not in asked["context"]
+    # Without a transcript nothing shows the model still has it: the memory is injected (once).
+    blind = _run(settings, "what postgres version is staging on?", "s1")
+    assert "Postgres 16" in blind["context"]
+    fresh = _run(settings, "what postgres version is staging on?", "s2", transcript)
+    assert "Postgres 16" in fresh["context"]
+    # `octygraph run` is not a conversation: each run may be given what an earlier one stored.
+    assert "Postgres 16" in _run(settings, "what postgres version is staging on?", "cli")["context"]
