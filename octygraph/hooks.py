@@ -32,6 +32,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("octygraph.hooks")
 
+ANSWER_MARGIN_S = 0.75
+"""A prompt run stops this long before the hook's budget ends, to write its trace and answer."""
+MIN_RUN_S = 0.05
+
+
+def degraded_notice(exc: BaseException, settings: Settings | None) -> str:
+    """One line for the user about a failure that leaves memory off, e.g. a bad setting."""
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    if settings is not None:
+        reason = settings.redact(reason)
+    return f"memory is off: {reason[:300]}"
+
 
 def _settings(cwd: str | None, env: Mapping[str, str] | None = None) -> Settings:
     folder = Path(cwd) if cwd and Path(cwd).is_dir() else None
@@ -180,6 +192,8 @@ class HookReply:
 
     stdout: str = ""
     after: Callable[[], None] | None = None
+    notice: str = ""
+    """One line for the user when memory is degraded (a bad setting, an unreadable database), else ""."""
 
     def finish(self) -> None:
         """Run the bookkeeping (manifest, dev log, usage report); never raises."""
@@ -224,7 +238,12 @@ async def handle(
                 return HookReply()
             settings = _settings(prompt.cwd or cwd, env)
             _configure_logging(settings)
-            budget = max(1.0, settings.hook_budget_s - (time.monotonic() - started))
+            # The answer must reach the client before its budget (counted from the hook process's
+            # start) runs out: the run stops early enough to leave room for writing its trace.
+            budget = settings.hook_budget_s - (time.monotonic() - started) - ANSWER_MARGIN_S
+            if budget <= MIN_RUN_S:
+                _record_failure(settings, event, "no time left in the hook budget", env)
+                return HookReply()
             result = await _run(
                 settings,
                 prompt.prompt,
@@ -270,13 +289,20 @@ async def handle(
         _record_failure(
             settings, event, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}", env
         )
-        return HookReply()
+        return HookReply(notice=degraded_notice(exc, settings))
 
 
-def answer(event: str, raw: bytes, *, started: float | None = None) -> str:
-    """Run one hook call in this process, do its bookkeeping, and return its stdout text; never raises."""
+def answer(
+    event: str, raw: bytes, *, started: float | None = None, notices: list[str] | None = None
+) -> str:
+    """Run one hook call in this process, do its bookkeeping, and return its stdout text; never raises.
+
+    A notice for the user (memory degraded) is appended to `notices` when given.
+    """
     try:
         reply = asyncio.run(handle(event, raw, started=started))
+        if reply.notice and notices is not None:
+            notices.append(reply.notice)
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             return ""
