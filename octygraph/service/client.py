@@ -357,6 +357,24 @@ def spool(home: Path, message: Mapping[str, Any]) -> Path | None:
         return None
 
 
+def worth_running(event: str, raw: bytes) -> bool:
+    """False for payloads the pipeline skips (slash commands, garbage, subagents): no service is
+    started for them. Only asked when no service answered, so the warm path never parses."""
+    from octygraph.claude import hook_io
+
+    try:
+        if event == "prompt":
+            return hook_io.parse_prompt_payload(raw) is not None
+        if event == "stop":
+            request = hook_io.parse_stop_payload(raw)
+            return request is not None and bool(request.last_assistant_message.strip())
+        if event == "session-start":
+            return hook_io.parse_session_start_payload(raw) is not None
+    except Exception:
+        return False
+    return False
+
+
 def home_problem(home: Path) -> str:
     """Why the service cannot keep its files in `home` ("" when it can)."""
     probe = home
@@ -421,6 +439,8 @@ def _ask(
                 return HookResult("", "skipped", note, fallback=True)
         # Nothing serves this home (or the one that did is leaving): start one and wait for it.
         if not spawned:
+            if not worth_running(event, raw):
+                return HookResult("", "skipped", f"{note}; nothing to do for this payload")
             problem = home_problem(home)
             if problem:
                 return HookResult("", "skipped", note, notice=f"memory is off: {problem}")
@@ -466,6 +486,8 @@ def _handoff(
             return HookResult("", "service")
         note = f"service answered {status}: {answer.get('reason') or answer.get('message')}"
         start = status == "restart"
+    if start and not worth_running(event, raw):
+        return HookResult("", "skipped", f"{note}; nothing to do for this payload")
     if start and not start_if_missing:
         return HookResult("", "skipped", note, fallback=True)  # the caller runs it here
     if spool(home, message) is None:
