@@ -283,6 +283,12 @@ async def handle(
                 # The transcript is now a summary: what was injected or stored may be needed again.
                 settings = _settings(start.cwd or cwd, env)
                 SessionLog(settings.paths.memory_dir, start.session_id).forget()
+            if start is not None and stores is not open_store_for_run:
+                # In the service: open the project's store now, so the first prompt finds it warm.
+                settings = settings or _settings(start.cwd or cwd, env)
+                if settings.paths.db.exists():
+                    async with stores(settings):
+                        pass
             return HookReply()
         return HookReply()
     except Exception as exc:  # the prompt must go through, whatever failed

@@ -165,6 +165,12 @@ class Service:
                 from octygraph.embeddings import local_embeddings
 
                 local_embeddings().embed_array(["warm up"])
+                # The judges of what to store and inject load their fitted weights on first use.
+                from octygraph.judgement.gate import storage_gate
+                from octygraph.judgement.relevance import relevance_model
+
+                relevance_model()
+                storage_gate()
         except Exception as exc:  # a bad setting fails the requests that need it, not the service
             log.warning("embedding model not preloaded: %s", exc)
         log.info("warm in %.2f s", time.perf_counter() - t0)
