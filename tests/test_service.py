@@ -271,7 +271,9 @@ def test_stale_socket_file_is_handled(env: Env) -> None:
     assert result.returncode == 0
     assert "Peter handles the Anderson account" in _context(result.stdout)
     assert env.wait(lambda h: h["running"] and h.get("warm"))
-    assert "Peter handles the Anderson account" in _context(env.served_hook("Who handles Anderson?").stdout)
+    assert "Peter handles the Anderson account" in _context(
+        env.served_hook("Who handles Anderson?").stdout
+    )
 
 
 @pytest.mark.slow
@@ -347,9 +349,10 @@ def test_stop_hook_through_the_service_stores_and_lists_it(env: Env) -> None:
     assert result.returncode == 0 and result.stdout == ""
     # Handed off: the service acknowledged it and stores it right after.
     assert _stored_soon(env, "Postgres 16")
-    after = env.health()
-    if after.get("pid") == before["pid"]:  # unless a change to the package restarted it meanwhile
-        assert after["requests"] == before["requests"] + 1
+    # Counted once the run has finished (its trace written), just after the memory is stored.
+    assert env.wait(
+        lambda h: h.get("pid") != before["pid"] or h["requests"] == before["requests"] + 1
+    )
     # The manifest is written just after the answer; give the service a moment.
     deadline = time.monotonic() + 10
     listed: list[dict[str, Any]] = []
@@ -676,3 +679,21 @@ def test_settings_table_drives_settings_and_protocol(tmp_path: Path) -> None:
     assert protocol.request_env(env) == {"OCTY_HOOK_BUDGET_S": "3"}
     assert protocol.hook_budget_s({"OCTY_HOOK_BUDGET_S": "soon"}) == defaults.hook_budget_s
     assert table.SECRET_NAMES and set(table.SECRET_NAMES) <= set(table.BY_NAME)
+
+
+@pytest.mark.slow
+def test_a_hand_off_both_received_and_spooled_runs_once(env: Env) -> None:
+    env.start()
+    cwd = env.folder("alpha")
+    raw = _stop_payload(cwd, "I migrated the billing service to Postgres 16.").encode()
+    message = client.hook_request("stop", raw, env.env("alpha"), 0.0)
+    sock = protocol.ServicePaths(env.home).socket
+    # The receipt came too late for the hook, which then also spooled the same request.
+    assert client.exchange(sock, message, 10)["status"] == "accepted"
+    assert client.spool(env.home, message) is not None
+    assert _stored_soon(env, "Postgres 16")
+    spool = protocol.ServicePaths(env.home).spool_dir
+    assert env.wait(lambda h: not list(spool.glob("*.json")), timeout=20)
+    time.sleep(1.0)  # a second run, if any, would have stored by now
+    assert sum("Postgres 16" in n for n in _nodes(env, "alpha")) == 1
+    assert env.health()["spooled"] == 0

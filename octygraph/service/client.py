@@ -202,7 +202,8 @@ def spawn_detached(
     so Claude Code killing the hook (or its process group, or its child processes) does not reach it.
     `keep_fd` (or -1) stays open in it. Returns whether the first fork succeeded.
     """
-    env_items = [os.fsencode(f"{k}={v}") for k, v in env.items()]
+    child_env = dict(env)
+    top = max(1024, min(os.sysconf("SC_OPEN_MAX"), 1 << 20))
     try:
         pid = os.fork()
     except OSError:
@@ -218,14 +219,15 @@ def spawn_detached(
                 keep = [keep_fd] if keep_fd >= 0 else []
                 for fd in keep:
                     os.set_inheritable(fd, True)
-                os.closerange(3, keep[0]) if keep else os.closerange(3, 65536)
+                # Only stdio and the notify pipe: no other descriptor of the hook lives on in it.
+                os.closerange(3, keep[0] if keep else top)
                 if keep:
-                    os.closerange(keep[0] + 1, 65536)
+                    os.closerange(keep[0] + 1, top)
                 try:
                     os.chdir(cwd)
                 except OSError:
                     os.chdir("/")
-                os.execve(argv[0], argv, dict(item.decode().split("=", 1) for item in env_items))
+                os.execve(argv[0], argv, child_env)
         except BaseException:
             pass
         os._exit(0)
@@ -335,6 +337,8 @@ def hook_request(
         "version": protocol.package_version(),
         "elapsed_s": elapsed_s,
         "handoff": event in HANDOFF_EVENTS,
+        # A hand-off whose receipt came too late is also spooled: the id lets the service run it once.
+        "request_id": f"{time.time_ns()}-{os.getpid()}",
     }
 
 

@@ -39,6 +39,7 @@ READ_TIMEOUT_S = 10.0
 LOCK_WAIT_S = 20.0
 DRAIN_TIMEOUT_S = 60.0
 SPOOL_INTERVAL_S = 2.0
+HANDED_IDS = 10_000
 HOOK_EVENTS = ("prompt", "stop", "session-start")
 HANDOFF_EVENTS = ("stop", "session-start")
 
@@ -144,6 +145,7 @@ class Service:
         self._handle: Callable[..., Any] | None = None
         self._pool: Any = None
         self._background: set[asyncio.Task[None]] = set()
+        self._handed: collections.OrderedDict[str, None] = collections.OrderedDict()
         self.spooled = 0
 
     # ------------------------------------------------------------------ start-up
@@ -264,8 +266,19 @@ class Service:
             return {"status": "accepted"}, None
         return await self._hook(message)
 
-    def _in_background(self, message: dict[str, Any]) -> None:
-        """Run a hand-off request after its receipt; counted as active so a shutdown waits for it."""
+    def _in_background(self, message: dict[str, Any]) -> bool:
+        """Run a hand-off request after its receipt; counted as active so a shutdown waits for it.
+
+        Returns False (and runs nothing) for a request id already taken: a hook whose receipt came too
+        late spools the same request.
+        """
+        request_id = str(message.get("request_id") or "")
+        if request_id:
+            if request_id in self._handed:
+                return False
+            self._handed[request_id] = None
+            while len(self._handed) > HANDED_IDS:
+                self._handed.popitem(last=False)
         self.active += 1
 
         async def work() -> None:
@@ -286,6 +299,7 @@ class Service:
         task = asyncio.create_task(work())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return True
 
     def drain_spool(self) -> int:
         """Start the hand-off requests that hooks left in the spool folder when no service took them."""
@@ -310,8 +324,7 @@ class Service:
                 continue
             # The spool is worked through with this service's code, whatever client wrote it.
             message["elapsed_s"] = 0.0
-            self._in_background(message)
-            started += 1
+            started += self._in_background(message)
         if started:
             self.spooled += started
             log.info("working through %d spooled requests", started)
