@@ -239,7 +239,7 @@ def spawn_detached(
 
 
 def start_service(home: Path, env: Mapping[str, str] | None = None) -> int | None:
-    """Start `python -m octygraph serve` detached, its output in the service log.
+    """Start the service (`octygraph serve`, without the CLI's imports) detached, output in its log.
 
     Returns:
         The read end of a pipe on which the new service writes `ready` once it listens (or `error
@@ -254,7 +254,7 @@ def start_service(home: Path, env: Mapping[str, str] | None = None) -> int | Non
     log_fd = _log_fd(home)
     try:
         cwd = str(home) if home.is_dir() else "/"
-        argv = [sys.executable, "-m", "octygraph", "serve"]
+        argv = [sys.executable, "-m", "octygraph.service.server"]
         started = spawn_detached(argv, _service_env(env, write_fd), cwd, log_fd, write_fd)
     finally:
         os.close(log_fd)

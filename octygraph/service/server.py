@@ -529,3 +529,22 @@ def configure_logging() -> None:
     )
     # The service's own events; the pipeline's stage logs stay out unless verbose mode asks for them.
     log.setLevel(logging.INFO)
+
+
+def main() -> None:
+    """`python -m octygraph.service.server`: what a hook starts, without the command line's imports."""
+    configure_logging()
+    home = protocol.home_from_env(os.environ)
+    try:
+        code = serve(home)
+    except (ServiceError, OSError) as exc:
+        print(str(exc), file=sys.stderr)
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Worker threads a budget cut off may still be waiting on the network; the service is done.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()
