@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from octygraph.service import client, protocol
-from octygraph.store import MemoryStore
+from octygraph.store import MemoryStore, StoreError
 
 BUDGET_S = "30"  # generous: these machines are often busy
 HEAVY = ("typer", "rich", "langchain_core", "langgraph", "numpy", "onnxruntime", "pydantic")
@@ -485,8 +485,11 @@ def _stored_soon(e: Env, text: str, project: str = "alpha", timeout: float = 60)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         db = e.home / "projects" / project / "memory" / "memory.db"
-        if db.exists() and any(text in n for n in _nodes(e, project)):
-            return True
+        try:
+            if db.exists() and any(text in n for n in _nodes(e, project)):
+                return True
+        except StoreError:  # the service may be creating the file right now
+            pass
         time.sleep(0.2)
     return False
 
