@@ -256,6 +256,38 @@ def reindex() -> None:
     )
 
 
+@app.command()
+def doctor(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
+    """Say what keeps memory from working here, and how to fix it (exit 1 when something is wrong)."""
+    import os
+
+    from octygraph.doctor import diagnose
+
+    env = dict(os.environ)
+    if _state["project"]:
+        env["OCTYBOT_PROJECT"] = str(_state["project"])
+    findings = diagnose(env)
+    broken = [f for f in findings if f.level == "problem"]
+    if as_json:
+        typer.echo(json.dumps([f.to_dict() for f in findings], indent=2))
+    else:
+        marks = {"ok": "ok     ", "note": "note   ", "problem": "PROBLEM"}
+        for finding in findings:
+            out.print(f"{marks[finding.level]} {finding.check}: {finding.message}", markup=False)
+            if finding.fix:
+                out.print(f"        fix: {finding.fix}", markup=False)
+        out.print(
+            f"{len(broken)} problem{'s' if len(broken) != 1 else ''} found."
+            if broken
+            else "Memory works here.",
+            markup=False,
+        )
+    if broken:
+        raise typer.Exit(1)
+
+
 def main() -> None:
     """Console-script entry point."""
     try:
@@ -431,10 +463,7 @@ def hook_stop() -> None:
 @hook_app.command("session-start")
 def hook_session_start() -> None:
     """SessionStart: after Claude Code compacts a session, its memories may be injected again."""
-    from octygraph.hooks import main as hooks_main
-
-    hooks_main("session-start")
-    raise typer.Exit(0)
+    _hook_exit("session-start")
 
 
 def _installed_executable() -> str:

@@ -13,6 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, ensure_config
 from langchain_core.runnables.config import merge_configs
 
+from octygraph import setting_table as table
 from octygraph.llm.usage import UsageTracker
 from octygraph.sessions import SessionLog
 from octygraph.settings import Settings
@@ -44,9 +45,9 @@ class Context:
     l2_model: BaseChatModel | None = None
     """Chat model for L1.5, the two loops, curation and reconciliation; None runs the deterministic paths."""
     usage: UsageTracker | None = None
-    max_turns: int = 8
-    loop_timeout_s: float = 30.0
-    context_budget_chars: int = 6000
+    max_turns: int = table.default("OCTY_MAX_TURNS")
+    loop_timeout_s: float = table.default("OCTY_LOOP_TIMEOUT_S")
+    context_budget_chars: int = table.default("OCTY_CONTEXT_BUDGET")
     today: date | None = None
     read_only: bool = False
     """Replays set this: the store half of the graph then writes nothing."""

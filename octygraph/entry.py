@@ -1,7 +1,7 @@
 """The `octygraph` console script.
 
-`octygraph hook prompt|stop` is what Claude Code runs on every prompt, as a new process: it is routed to
-the thin client before typer, rich, LangChain or NumPy are imported. Every other command goes to the
+`octygraph hook prompt|stop|session-start` is what Claude Code runs on every prompt, as a new process:
+it is routed to the thin client before typer, rich, LangChain or NumPy are imported. Every other command goes to the
 typer application in `octygraph.cli`.
 """
 
@@ -10,9 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-HOOK_EVENTS = ("prompt", "stop")
-LOCAL_HOOK_EVENTS = ("session-start",)
-"""Rare, cheap hook events answered in this process (they only touch a small session file)."""
+HOOK_EVENTS = ("prompt", "stop", "session-start")
 
 
 def main() -> None:
@@ -25,11 +23,6 @@ def main() -> None:
         from octygraph.service.client import hook_main
 
         hook_main(args[1])  # exits the process, always with 0
-    if len(args) == 2 and args[0] == "hook" and args[1] in LOCAL_HOOK_EVENTS and len(sys.argv) == 3:
-        from octygraph.hooks import main as hooks_main
-
-        hooks_main(args[1])
-        os._exit(0)
     from octygraph.cli import main as cli_main
 
     cli_main()

@@ -32,6 +32,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("octygraph.hooks")
 
+ANSWER_MARGIN_S = 0.75
+"""A prompt run stops this long before the hook's budget ends, to write its trace and answer."""
+MIN_RUN_S = 0.05
+
+
+def degraded_notice(exc: BaseException, settings: Settings | None) -> str:
+    """One line for the user about a failure that leaves memory off, e.g. a bad setting."""
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    if settings is not None:
+        reason = settings.redact(reason)
+    return f"memory is off: {reason[:300]}"
+
 
 def _settings(cwd: str | None, env: Mapping[str, str] | None = None) -> Settings:
     folder = Path(cwd) if cwd and Path(cwd).is_dir() else None
@@ -180,6 +192,8 @@ class HookReply:
 
     stdout: str = ""
     after: Callable[[], None] | None = None
+    notice: str = ""
+    """One line for the user when memory is degraded (a bad setting, an unreadable database), else ""."""
 
     def finish(self) -> None:
         """Run the bookkeeping (manifest, dev log, usage report); never raises."""
@@ -224,7 +238,12 @@ async def handle(
                 return HookReply()
             settings = _settings(prompt.cwd or cwd, env)
             _configure_logging(settings)
-            budget = max(1.0, settings.hook_budget_s - (time.monotonic() - started))
+            # The answer must reach the client before its budget (counted from the hook process's
+            # start) runs out: the run stops early enough to leave room for writing its trace.
+            budget = settings.hook_budget_s - (time.monotonic() - started) - ANSWER_MARGIN_S
+            if budget <= MIN_RUN_S:
+                _record_failure(settings, event, "no time left in the hook budget", env)
+                return HookReply()
             result = await _run(
                 settings,
                 prompt.prompt,
@@ -264,19 +283,32 @@ async def handle(
                 # The transcript is now a summary: what was injected or stored may be needed again.
                 settings = _settings(start.cwd or cwd, env)
                 SessionLog(settings.paths.memory_dir, start.session_id).forget()
+            if start is not None and stores is not open_store_for_run:
+                # In the service: open the project's store now, so the first prompt finds it warm.
+                settings = settings or _settings(start.cwd or cwd, env)
+                if settings.paths.db.exists():
+                    async with stores(settings):
+                        pass
             return HookReply()
         return HookReply()
     except Exception as exc:  # the prompt must go through, whatever failed
         _record_failure(
             settings, event, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}", env
         )
-        return HookReply()
+        return HookReply(notice=degraded_notice(exc, settings))
 
 
-def answer(event: str, raw: bytes, *, started: float | None = None) -> str:
-    """Run one hook call in this process, do its bookkeeping, and return its stdout text; never raises."""
+def answer(
+    event: str, raw: bytes, *, started: float | None = None, notices: list[str] | None = None
+) -> str:
+    """Run one hook call in this process, do its bookkeeping, and return its stdout text; never raises.
+
+    A notice for the user (memory degraded) is appended to `notices` when given.
+    """
     try:
         reply = asyncio.run(handle(event, raw, started=started))
+        if reply.notice and notices is not None:
+            notices.append(reply.notice)
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             return ""

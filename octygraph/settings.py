@@ -11,21 +11,17 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import SecretStr
 
-DEFAULT_MODEL = "openai/gpt-oss-120b"
-DEFAULT_VOYAGE_MODEL = "voyage-4"
+from octygraph import setting_table as table
+
+DEFAULT_MODEL: str = table.default("LAYER1")
+DEFAULT_VOYAGE_MODEL: str = table.default("VOYAGE_MODEL")
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
 
-SECRET_NAMES = (
-    "OPENROUTER_API_KEY",
-    "VOYAGE_API_KEY",
-    "OCTY_LLM_API_KEY",
-    "CLOUDFLARE_API_TOKEN",
-    "ANTHROPIC_API_KEY",
-    "LANGSMITH_API_KEY",
-)
+SECRET_NAMES = table.SECRET_NAMES
 
 
 class SettingsError(ValueError):
@@ -68,21 +64,12 @@ def resolve_value(name: str, env: Mapping[str, str], cwd: Path) -> str | None:
     return None
 
 
-def _float(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
+def _parsed(env: Mapping[str, str], name: str) -> Any:
+    """One variable parsed by its entry in the settings table."""
     try:
-        value = float(raw)
-    except ValueError:
-        raise SettingsError(f"{name} must be a number, got {raw!r}.") from None
-    if value <= 0:
-        raise SettingsError(f"{name} must be greater than zero, got {raw!r}.")
-    return value
-
-
-def _int(env: Mapping[str, str], name: str, default: int) -> int:
-    return int(_float(env, name, default))
+        return table.value(name, env)
+    except table.SettingValueError as exc:
+        raise SettingsError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -173,7 +160,7 @@ class Settings:
     cf_account_id: str | None = None
     anthropic_api_key: SecretStr | None = None
     layer1_model: str = DEFAULT_MODEL
-    layer2_model: str = DEFAULT_MODEL
+    layer2_model: str = table.default("LAYER2")
     # Embeddings
     embeddings: str = "auto"  # auto | local | voyage
     voyage_api_key: SecretStr | None = None
@@ -181,11 +168,11 @@ class Settings:
     # Usage reporting
     worker_url: str | None = None
     # Limits
-    max_turns: int = 8
-    loop_timeout_s: float = 30.0
-    context_budget_chars: int = 6000
-    hook_budget_s: float = 12.0
-    debug: bool = False
+    max_turns: int = table.default("OCTY_MAX_TURNS")
+    loop_timeout_s: float = table.default("OCTY_LOOP_TIMEOUT_S")
+    context_budget_chars: int = table.default("OCTY_CONTEXT_BUDGET")
+    hook_budget_s: float = table.default("OCTY_HOOK_BUDGET_S")
+    debug: bool = table.default("OCTY_DEBUG")
 
     @classmethod
     def from_env(
@@ -208,9 +195,7 @@ class Settings:
         home = Path(env.get("OCTYBOT_HOME") or Path.home() / ".octybot").expanduser()
         pid = project_id or env.get("OCTYBOT_PROJECT") or cwd.name
         db_override = env.get("DB_PATH")
-        embeddings = (env.get("OCTY_EMBEDDINGS") or "auto").strip().lower()
-        if embeddings not in ("auto", "local", "voyage"):
-            raise SettingsError(f"OCTY_EMBEDDINGS must be 'local' or 'voyage', got {embeddings!r}.")
+        embeddings = _parsed(env, "OCTY_EMBEDDINGS")
         return cls(
             home=home,
             project_id=sanitize_project_id(pid),
@@ -222,17 +207,17 @@ class Settings:
             cloudflare_api_token=secret("CLOUDFLARE_API_TOKEN"),
             cf_account_id=value("CF_ACCOUNT_ID"),
             anthropic_api_key=secret("ANTHROPIC_API_KEY"),
-            layer1_model=env.get("LAYER1") or DEFAULT_MODEL,
-            layer2_model=env.get("LAYER2") or DEFAULT_MODEL,
+            layer1_model=_parsed(env, "LAYER1"),
+            layer2_model=_parsed(env, "LAYER2"),
             embeddings=embeddings,
             voyage_api_key=secret("VOYAGE_API_KEY"),
-            voyage_model=env.get("VOYAGE_MODEL") or DEFAULT_VOYAGE_MODEL,
+            voyage_model=_parsed(env, "VOYAGE_MODEL"),
             worker_url=value("WORKER_URL"),
-            max_turns=_int(env, "OCTY_MAX_TURNS", 8),
-            loop_timeout_s=_float(env, "OCTY_LOOP_TIMEOUT_S", 30.0),
-            context_budget_chars=_int(env, "OCTY_CONTEXT_BUDGET", 6000),
-            hook_budget_s=_float(env, "OCTY_HOOK_BUDGET_S", 12.0),
-            debug=(env.get("OCTY_DEBUG") or "0") not in ("", "0", "false", "no"),
+            max_turns=_parsed(env, "OCTY_MAX_TURNS"),
+            loop_timeout_s=_parsed(env, "OCTY_LOOP_TIMEOUT_S"),
+            context_budget_chars=_parsed(env, "OCTY_CONTEXT_BUDGET"),
+            hook_budget_s=_parsed(env, "OCTY_HOOK_BUDGET_S"),
+            debug=_parsed(env, "OCTY_DEBUG"),
         )
 
     @property

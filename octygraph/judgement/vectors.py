@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Final
 
 import numpy as np
@@ -41,3 +42,19 @@ def cached_local_embed(texts: list[str]) -> np.ndarray:
                 vec = local_embeddings().embed_array([text])[0]
             rows.append(vec)
         return np.stack(rows)
+
+
+def prime(pairs: Iterable[tuple[str, np.ndarray]]) -> int:
+    """Seed the cache with vectors already computed by the local model (a store's); returns how many.
+
+    Only texts the model embedded exactly as given belong here: a store embeds `content.strip()`.
+    """
+    added = 0
+    with _LOCK:
+        for text, vec in pairs:
+            if len(_CACHE) >= CACHE_SIZE:
+                break
+            if text and text == text.strip() and text not in _CACHE:
+                _CACHE[text] = vec
+                added += 1
+    return added

@@ -1,9 +1,19 @@
-"""The hook's thin client: hand the payload to the resident service, or run the pipeline in-process.
+"""The hook's thin client: hand the payload to the resident service within a hard budget.
 
 Standard library only at import time. Claude Code starts a new process for every hook, so this path
 must not import LangGraph, LangChain, NumPy or onnxruntime: with a warm service a prompt costs a
-Python start-up and a socket round trip. When no service answers, the client starts one (detached)
-and runs this prompt in-process, so the prompt still gets its context and the next one is fast.
+Python start-up and a socket round trip.
+
+Budgets are counted from the start of the hook process (interpreter start-up and imports included),
+and a watchdog thread ends the process with exit 0 when one runs out, whatever the service does:
+
+- `prompt` waits for the service's answer until its budget (`OCTY_HOOK_BUDGET_S`) is nearly spent.
+  When no service listens it starts one (detached: new session, double fork) and waits for it; a
+  service that misses the deadline is killed and replaced, and the prompt goes on without context.
+  Nothing is ever re-run in the hook process after a service failed.
+- `stop` and `session-start` hand their payload over: the service acknowledges receipt before it
+  does the work, so the hook returns in a few tens of milliseconds. When no service takes it, the
+  payload goes to the spool folder, which the service works through when it (next) runs.
 """
 
 from __future__ import annotations
@@ -26,15 +36,25 @@ if TYPE_CHECKING:
 
     from octygraph.settings import Settings
 
-    Via = Literal["service", "in-process", "skipped"]
+    Via = Literal["service", "in-process", "skipped", "spooled"]
     Failure = Literal["absent", "broken", "timeout"]
 
 CONNECT_TIMEOUT_S = 0.5
 STATUS_TIMEOUT_S = 2.0
-# A stop run gets four budgets in the service (as in-process); the client waits a little longer.
-STOP_BUDGET_FACTOR = 4.0
-GRACE_S = 1.5
+HANDOFF_EVENTS = ("stop", "session-start")
+HANDOFF_BUDGET_S = 0.25
+"""A hand-off hook (stop, session-start) returns within this, from process start."""
+HANDOFF_ACK_S = 0.12
+"""How long a hand-off waits for the service's receipt before spooling the payload."""
+EXIT_MARGIN_S = 0.05
+"""The watchdog ends the process this long before the budget runs out."""
+WAIT_MARGIN_S = 0.25
+"""The prompt hook stops waiting for the service this long before its budget runs out."""
+UNKNOWN_START_S = 0.15
+"""Assumed interpreter start-up where the OS does not say when the process started."""
 STDIN_LIMIT = 1_000_000  # as octygraph.claude.hook_io
+NOTIFY_ENV = "OCTY_SERVE_NOTIFY_FD"
+"""A service started by a hook writes `ready` (or `error <why>`) to this pipe once it listens."""
 
 
 class ServiceUnavailable(Exception):
@@ -46,23 +66,67 @@ class ServiceUnavailable(Exception):
 
 
 class HookResult:
-    """What a hook printed and which path produced it (`service`, `in-process` or `skipped`)."""
+    """What a hook printed and which path produced it (`service`, `in-process`, `spooled`, `skipped`)."""
 
-    __slots__ = ("note", "stdout", "via")
+    __slots__ = ("fallback", "notice", "note", "stdout", "via")
 
-    def __init__(self, stdout: str, via: Via, note: str = "") -> None:
+    def __init__(
+        self, stdout: str, via: Via, note: str = "", notice: str = "", *, fallback: bool = False
+    ) -> None:
         self.stdout = stdout
         self.via: Via = via
         self.note = note
+        self.notice = notice
+        """Something the user should know (memory is degraded); shown once per session."""
+        self.fallback = fallback
+        """No service took the call and none is to be started: the caller may run it in-process."""
 
     def __repr__(self) -> str:
         return f"HookResult(via={self.via!r}, stdout={len(self.stdout)} chars, note={self.note!r})"
 
 
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
+def process_age_s() -> float:
+    """Seconds since this process started (interpreter start-up included), from /proc where it exists."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read()
+        ticks = int(stat[stat.rindex(b")") + 2 :].split()[19])
+        now = time.clock_gettime(time.CLOCK_BOOTTIME)
+        return max(0.0, now - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return UNKNOWN_START_S
+
+
+class Deadline:
+    """A point in `time.monotonic()` time."""
+
+    __slots__ = ("at", "started")
+
+    def __init__(self, started: float, budget_s: float) -> None:
+        self.started = started
+        self.at = started + budget_s
+
+    def left(self) -> float:
+        return self.at - time.monotonic()
+
+
+def start_watchdog(deadline: float, guard: Any) -> None:
+    """End the process with exit 0 at `deadline` (monotonic), unless it is writing its answer."""
+    import _thread
+
+    def watch() -> None:
+        time.sleep(max(0.0, deadline - time.monotonic()))
+        guard.acquire(timeout=0.5)  # let a write that has begun finish; then nothing else starts
+        os._exit(0)
+
+    _thread.start_new_thread(watch, ())
+
+
+def _recv_exact(sock: socket.socket, size: int, deadline: float) -> bytes:
     chunks: list[bytes] = []
     left = size
     while left:
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
         chunk = sock.recv(min(left, 1 << 20))
         if not chunk:
             raise ServiceUnavailable("broken", "the service closed the connection")
@@ -72,29 +136,32 @@ def _recv_exact(sock: socket.socket, size: int) -> bytes:
 
 
 def exchange(socket_path: Path, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    """Send one message to the service and wait for its answer.
+    """Send one message to the service and wait at most `timeout_s` in all for its answer.
 
     Raises:
         ServiceUnavailable: nothing listens (`absent`), the connection broke (`broken`), or no answer
             came within `timeout_s` (`timeout`).
     """
+    deadline = time.monotonic() + timeout_s
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.settimeout(CONNECT_TIMEOUT_S)
+        sock.settimeout(max(0.001, min(CONNECT_TIMEOUT_S, timeout_s)))
         try:
             sock.connect(os.fspath(socket_path))
         except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError) as exc:
             raise ServiceUnavailable("absent", f"no service at {socket_path}: {exc}") from None
+        except TimeoutError:
+            raise ServiceUnavailable("timeout", "the service does not accept connections") from None
         except OSError as exc:
             kind: Failure = (
                 "absent" if exc.errno in (errno.ENOENT, errno.ECONNREFUSED) else "broken"
             )
             raise ServiceUnavailable(kind, f"cannot connect to {socket_path}: {exc}") from None
-        sock.settimeout(timeout_s)
         try:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
             sock.sendall(protocol.encode(message))
-            size = protocol.frame_size(_recv_exact(sock, protocol.HEADER.size))
-            return protocol.decode(_recv_exact(sock, size))
+            size = protocol.frame_size(_recv_exact(sock, protocol.HEADER.size, deadline))
+            return protocol.decode(_recv_exact(sock, size, deadline))
         except TimeoutError:
             raise ServiceUnavailable("timeout", f"no answer within {timeout_s:g} s") from None
         except (OSError, protocol.ProtocolError) as exc:
@@ -103,40 +170,142 @@ def exchange(socket_path: Path, message: dict[str, Any], timeout_s: float) -> di
         sock.close()
 
 
-def start_service(home: Path, env: Mapping[str, str] | None = None) -> int | None:
-    """Start `python -m octygraph serve` detached, its output in the service log; returns its pid.
+# --------------------------------------------------------------------------- starting a service
 
-    Two clients may both start one: the second finds the first holding the lock and exits.
-    """
-    import subprocess
 
-    paths = protocol.ServicePaths(home)
-    child_env = dict(os.environ if env is None else env)
-    for name in ("OCTY_NO_SERVICE", "OCTY_NO_HOOKS"):
+def _service_env(env: Mapping[str, str], notify_fd: int | None) -> dict[str, str]:
+    child_env = dict(env)
+    for name in ("OCTY_NO_SERVICE", "OCTY_NO_HOOKS", NOTIFY_ENV):
         child_env.pop(name, None)
     child_env["PYTHONUNBUFFERED"] = "1"
+    if notify_fd is not None:
+        child_env[NOTIFY_ENV] = str(notify_fd)
+    return child_env
+
+
+def _log_fd(home: Path) -> int:
+    paths = protocol.ServicePaths(home)
     try:
         paths.log_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         _rotate(paths.log_file)
-        fd = os.open(paths.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        return os.open(paths.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     except OSError:
-        fd = os.open(os.devnull, os.O_WRONLY)
+        return os.open(os.devnull, os.O_WRONLY)
+
+
+def spawn_detached(
+    argv: list[str], env: Mapping[str, str], cwd: str, log_fd: int, keep_fd: int
+) -> bool:
+    """Run `argv` fully detached from this process: new session, double fork, stdio redirected.
+
+    The grandchild that runs `argv` is not a child of this process nor in its process group or session,
+    so Claude Code killing the hook (or its process group, or its child processes) does not reach it.
+    `keep_fd` (or -1) stays open in it. Returns whether the first fork succeeded.
+    """
+    child_env = dict(env)
+    top = max(1024, min(os.sysconf("SC_OPEN_MAX"), 1 << 20))
     try:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "octygraph", "serve"],
-            stdin=subprocess.DEVNULL,
-            stdout=fd,
-            stderr=fd,
-            cwd=str(home) if home.is_dir() else None,
-            env=child_env,
-            start_new_session=True,
-            close_fds=True,
-        )
+        pid = os.fork()
+    except OSError:
+        return False
+    if pid == 0:  # first child: a new session, then fork again and leave
+        try:
+            os.setsid()
+            if os.fork() == 0:
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.dup2(log_fd, 1)
+                os.dup2(log_fd, 2)
+                keep = [keep_fd] if keep_fd >= 0 else []
+                for fd in keep:
+                    os.set_inheritable(fd, True)
+                # Only stdio and the notify pipe: no other descriptor of the hook lives on in it.
+                os.closerange(3, keep[0] if keep else top)
+                if keep:
+                    os.closerange(keep[0] + 1, top)
+                try:
+                    os.chdir(cwd)
+                except OSError:
+                    os.chdir("/")
+                os.execve(argv[0], argv, child_env)
+        except BaseException:
+            pass
+        os._exit(0)
+    try:
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
+    return True
+
+
+def start_service(home: Path, env: Mapping[str, str] | None = None) -> int | None:
+    """Start the service (`octygraph serve`, without the CLI's imports) detached, output in its log.
+
+    Returns:
+        The read end of a pipe on which the new service writes `ready` once it listens (or `error
+        <why>`; end of file when it died first), or None when it could not be started.
+        Two clients may both start one: the second finds the first holding the lock and reports `busy`.
+    """
+    env = os.environ if env is None else env
+    try:
+        read_fd, write_fd = os.pipe()
     except OSError:
         return None
+    log_fd = _log_fd(home)
+    try:
+        cwd = str(home) if home.is_dir() else "/"
+        argv = [sys.executable, "-m", "octygraph.service.server"]
+        started = spawn_detached(argv, _service_env(env, write_fd), cwd, log_fd, write_fd)
     finally:
-        os.close(fd)
-    return child.pid
+        os.close(log_fd)
+        os.close(write_fd)
+    if not started:
+        os.close(read_fd)
+        return None
+    return read_fd
+
+
+def wait_ready(fd: int, timeout_s: float) -> str:
+    """What a service started with `start_service` reported: `ready`, `busy`, `error <why>`, `timeout`.
+
+    Closes `fd` unless the answer is `timeout`.
+    """
+    import select
+
+    deadline = time.monotonic() + timeout_s
+    data = b""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "timeout"
+        try:
+            readable, _, _ = select.select([fd], [], [], left)
+        except (OSError, ValueError):
+            readable = [fd]
+        if not readable:
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            chunk = b""
+        data += chunk
+        if not chunk or b"\n" in data:
+            os.close(fd)
+            line = data.decode("utf-8", "replace").strip()
+            return line or "error the service exited before it listened; see its log"
+
+
+def replace_service(home: Path, env: Mapping[str, str]) -> int | None:
+    """Kill the service of `home` (it missed a deadline) and start a fresh one; see `start_service`."""
+    import signal
+
+    pid = read_pid(home)
+    if pid is not None and pid != os.getpid():
+        try:
+            os.kill(pid, signal.SIGKILL)  # a frozen process does not act on SIGTERM
+        except OSError:
+            pass
+    return start_service(home, env)
 
 
 def _rotate(log: Path, max_bytes: int = 1_000_000) -> None:
@@ -145,6 +314,9 @@ def _rotate(log: Path, max_bytes: int = 1_000_000) -> None:
             os.replace(log, log.with_name(log.name + ".1"))
     except OSError:
         pass
+
+
+# --------------------------------------------------------------------------- requests
 
 
 def hook_request(
@@ -164,25 +336,171 @@ def hook_request(
         "process_env": protocol.process_env(env),
         "version": protocol.package_version(),
         "elapsed_s": elapsed_s,
+        "handoff": event in HANDOFF_EVENTS,
+        # A hand-off whose receipt came too late is also spooled: the id lets the service run it once.
+        "request_id": f"{time.time_ns()}-{os.getpid()}",
     }
 
 
-def _worth_running(event: str, raw: bytes) -> bool:
-    """False for payloads the pipeline would skip anyway (slash commands, garbage, subagents)."""
+def spool(home: Path, message: Mapping[str, Any]) -> Path | None:
+    """Keep a hand-off request for the service to work through when it (next) runs; None if impossible."""
+    import json
+
+    folder = protocol.ServicePaths(home).spool_dir
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        name = f"{time.time_ns()}-{os.getpid()}"
+        tmp = folder / f".{name}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(dict(message), f)
+        final = folder / f"{name}.json"
+        os.replace(tmp, final)
+        return final
+    except OSError:
+        return None
+
+
+def worth_running(event: str, raw: bytes) -> bool:
+    """False for payloads the pipeline skips (slash commands, garbage, subagents): no service is
+    started for them. Only asked when no service answered, so the warm path never parses."""
     from octygraph.claude import hook_io
 
-    if event == "prompt":
-        return hook_io.parse_prompt_payload(raw) is not None
-    if event == "stop":
-        request = hook_io.parse_stop_payload(raw)
-        return request is not None and bool(request.last_assistant_message.strip())
+    try:
+        if event == "prompt":
+            return hook_io.parse_prompt_payload(raw) is not None
+        if event == "stop":
+            request = hook_io.parse_stop_payload(raw)
+            return request is not None and bool(request.last_assistant_message.strip())
+        if event == "session-start":
+            return hook_io.parse_session_start_payload(raw) is not None
+    except Exception:
+        return False
     return False
 
 
-def _in_process(event: str, raw: bytes, started: float) -> str:
+def home_problem(home: Path) -> str:
+    """Why the service cannot keep its files in `home` ("" when it can)."""
+    probe = home
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable"
+    return ""
+
+
+def _in_process(event: str, raw: bytes, started: float) -> tuple[str, str]:
+    """The hook run in this process: its stdout and its notice for the user."""
     from octygraph import hooks
 
-    return hooks.answer(event, raw, started=started)
+    notices: list[str] = []
+    return hooks.answer(event, raw, started=started, notices=notices), "".join(notices[:1])
+
+
+def _ask(
+    event: str,
+    raw: bytes,
+    env: Mapping[str, str],
+    home: Path,
+    deadline: Deadline,
+    start_if_missing: bool,
+) -> HookResult:
+    """A prompt: the service's answer, waiting for a service it starts, all within `deadline`."""
+    sock = protocol.ServicePaths(home).socket
+    spawned = False
+    pending: int | None = None
+    note = ""
+    while True:
+        left = deadline.left()
+        if left <= 0.01:
+            return HookResult("", "skipped", note or "the budget ran out")
+        message = hook_request(event, raw, env, time.monotonic() - deadline.started)
+        try:
+            answer = exchange(sock, message, left)
+        except ServiceUnavailable as exc:
+            note = f"service {exc.kind}: {exc}"
+            if exc.kind == "timeout":
+                # Frozen or stuck: replace it so the next prompt finds a working one; no re-run here.
+                fd = replace_service(home, env)
+                if fd is not None:
+                    os.close(fd)
+                return HookResult("", "skipped", f"{note}; replaced it")
+            if not start_if_missing:
+                return HookResult("", "skipped", note, fallback=True)
+        else:
+            status = answer.get("status")
+            if status == "ok":
+                notice = str(answer.get("notice") or "")
+                return HookResult(str(answer.get("stdout") or ""), "service", notice=notice)
+            note = f"service answered {status}: {answer.get('reason') or answer.get('message')}"
+            if status != "restart":
+                return HookResult("", "skipped", note, notice=str(answer.get("notice") or ""))
+            if not start_if_missing:
+                return HookResult("", "skipped", note, fallback=True)
+        # Nothing serves this home (or the one that did is leaving): start one and wait for it.
+        if not spawned:
+            if not worth_running(event, raw):
+                return HookResult("", "skipped", f"{note}; nothing to do for this payload")
+            problem = home_problem(home)
+            if problem:
+                return HookResult("", "skipped", note, notice=f"memory is off: {problem}")
+            pending = start_service(home, env)
+            spawned = True
+            if pending is None:
+                return HookResult("", "skipped", f"{note}; could not start a service")
+        if pending is not None:
+            state = wait_ready(pending, max(0.0, deadline.left()))
+            if state == "timeout":
+                return HookResult("", "skipped", f"{note}; the new service is not ready yet")
+            pending = None
+            if state.startswith("error"):
+                reason = state[len("error") :].strip()
+                return HookResult(
+                    "", "skipped", f"{note}; {reason}", notice=f"memory is off: {reason}"
+                )
+        else:
+            time.sleep(min(0.05, max(0.0, deadline.left())))
+
+
+def _handoff(
+    event: str,
+    raw: bytes,
+    env: Mapping[str, str],
+    home: Path,
+    deadline: Deadline,
+    start_if_missing: bool,
+) -> HookResult:
+    """Stop and session-start: the service takes the payload, or it goes to the spool."""
+    sock = protocol.ServicePaths(home).socket
+    message = hook_request(event, raw, env, time.monotonic() - deadline.started)
+    try:
+        answer = exchange(sock, message, max(0.01, min(HANDOFF_ACK_S, deadline.left())))
+    except ServiceUnavailable as exc:
+        note = f"service {exc.kind}: {exc}"
+        # A receipt that does not come in time may be a busy service: spool, and let it pick it up
+        # (a frozen one is replaced by the next prompt, and its successor works through the spool).
+        start = exc.kind != "timeout"
+    else:
+        status = answer.get("status")
+        if status == "accepted":
+            return HookResult("", "service")
+        note = f"service answered {status}: {answer.get('reason') or answer.get('message')}"
+        start = status == "restart"
+    if start and not worth_running(event, raw):
+        return HookResult("", "skipped", f"{note}; nothing to do for this payload")
+    if start and not start_if_missing:
+        return HookResult("", "skipped", note, fallback=True)  # the caller runs it here
+    if spool(home, message) is None:
+        return HookResult("", "skipped", f"{note}; could not spool it")
+    if start:
+        fd = start_service(home, env)
+        if fd is not None:
+            os.close(fd)  # do not wait: the service works through the spool when it is ready
+    return HookResult("", "spooled", note)
 
 
 def run_hook(
@@ -193,58 +511,132 @@ def run_hook(
     started: float | None = None,
     start_if_missing: bool = True,
 ) -> HookResult:
-    """Answer one hook call: through the service when one answers, else in-process.
+    """Answer one hook call through the service, within the hook's budget.
 
     Args:
-        event: `prompt` or `stop`.
+        event: `prompt`, `stop` or `session-start`.
         raw: The hook's stdin bytes.
         env: The client's environment (default `os.environ`).
         started: `time.monotonic()` when the hook process started, so the budget covers all of it.
-        start_if_missing: Start a detached service when none answers (the next call will use it).
+        start_if_missing: Start a detached service when none answers. False (the `python -m octygraph
+            hook` route) runs the hook in this process instead when no service answers.
 
     Returns:
         The text to print and the path that produced it. Never raises.
     """
     env = os.environ if env is None else env
-    started = time.monotonic() if started is None else started
-    note = "OCTY_NO_SERVICE=1"
-    start = False
+    if started is None:
+        started = time.monotonic() - process_age_s()
     home = protocol.home_from_env(env)
-    if env.get("OCTY_NO_SERVICE") != "1":
-        # The service parses the payload itself: the client stays free of the parsing modules.
-        budget = protocol.hook_budget_s(env)
-        wait_s = budget * (STOP_BUDGET_FACTOR if event == "stop" else 1.0) + GRACE_S
-        try:
-            sock = protocol.ServicePaths(home).socket
-            message = hook_request(event, raw, env, time.monotonic() - started)
-            answer = exchange(sock, message, wait_s)
-            status = answer.get("status")
-            if status == "ok":
-                return HookResult(str(answer.get("stdout") or ""), "service")
-            note = f"service answered {status}: {answer.get('reason') or answer.get('message')}"
-            start = status == "restart"
-        except ServiceUnavailable as exc:
-            note = f"service {exc.kind}: {exc}"
-            # A slow service is still alive; anything else means none is serving this home.
-            start = exc.kind != "timeout"
-            if exc.kind == "timeout" and event == "stop":
-                # The service is still storing it; running it again here would store it twice.
-                return HookResult("", "skipped", note)
-        except Exception as exc:  # the prompt goes through whatever happens
-            note = f"client error: {type(exc).__name__}: {exc}"
+    if event in HANDOFF_EVENTS:
+        deadline = Deadline(started, HANDOFF_BUDGET_S)
+    else:
+        deadline = Deadline(started, protocol.hook_budget_s(env) - WAIT_MARGIN_S)
+    result = HookResult("", "skipped", "OCTY_NO_SERVICE=1", fallback=True)
     try:
-        if not _worth_running(event, raw):
-            return HookResult("", "skipped", note)
-    except Exception:
-        return HookResult("", "skipped", note)
-    if start and start_if_missing:
-        start_service(home, env)
+        if env.get("OCTY_NO_SERVICE") != "1":
+            if event in HANDOFF_EVENTS:
+                result = _handoff(event, raw, env, home, deadline, start_if_missing)
+            else:
+                result = _ask(event, raw, env, home, deadline, start_if_missing)
+        if not result.fallback:
+            return result
+    except Exception as exc:  # the prompt goes through whatever happens
+        return HookResult("", "skipped", f"client error: {type(exc).__name__}: {exc}")
+    # No service (OCTY_NO_SERVICE=1, or the `python -m octygraph hook` route): run it here, within
+    # the watchdog's budget.
     try:
-        return HookResult(_in_process(event, raw, started), "in-process", note)
+        stdout, notice = _in_process(event, raw, started)
+        return HookResult(stdout, "in-process", result.note, notice=notice)
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             return HookResult("", "in-process", "interrupted")
         return HookResult("", "in-process", f"{type(exc).__name__}: {exc}")
+
+
+# --------------------------------------------------------------------------- telling the user once
+
+NOTICES_NAME = "notices.json"
+MAX_NOTICE_SESSIONS = 500
+
+
+def _notices_file(home: Path) -> Path:
+    if not home_problem(home):
+        return home / NOTICES_NAME
+    # An unwritable home cannot keep the record: a private folder in the temp dir does, one per home.
+    import hashlib
+
+    digest = hashlib.sha256(os.fsencode(str(home.absolute()))).hexdigest()[:16]
+    return protocol.short_socket_dir() / f"notices-{digest}.json"
+
+
+def first_time(home: Path, session_id: str, notice: str) -> bool:
+    """Record that `session_id` was told `notice`; False when it was told already (or cannot be told)."""
+    import json
+
+    if not session_id:
+        return False
+    try:
+        path = _notices_file(home)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                data = {}
+        except (OSError, ValueError):
+            data = {}
+        told = data.get(session_id)
+        told = told if isinstance(told, list) else []
+        if notice in told:
+            return False
+        data.pop(session_id, None)
+        data[session_id] = [*told, notice]  # newest last; the oldest sessions are dropped first
+        while len(data) > MAX_NOTICE_SESSIONS:
+            data.pop(next(iter(data)))
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _session_id(raw: bytes) -> str:
+    import json
+
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return ""
+    value = data.get("session_id") if isinstance(data, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def client_notice(env: Mapping[str, str], home: Path) -> str:
+    """What is wrong that the client can see cheaply: a bad setting, a home it cannot write."""
+    from octygraph import setting_table
+
+    problems = setting_table.problems(env)
+    if problems:
+        return f"memory is off: {problems[0]}"
+    problem = home_problem(home)
+    return f"memory is off: {problem}" if problem else ""
+
+
+def with_notice(event: str, stdout: str, notice: str) -> str:
+    """The hook's stdout with a one-line `systemMessage` for the user added."""
+    import json
+
+    message = f"octygraph: {notice.rstrip('.')}. Run `octygraph doctor` to see how to fix it."
+    try:
+        data = json.loads(stdout) if stdout.strip() else {}
+    except ValueError:
+        return stdout
+    if not isinstance(data, dict):
+        return stdout
+    data["systemMessage"] = message
+    return json.dumps(data, ensure_ascii=False)
 
 
 def read_stdin(limit: int = STDIN_LIMIT) -> bytes:
@@ -257,18 +649,44 @@ def read_stdin(limit: int = STDIN_LIMIT) -> bytes:
         return b""
 
 
+def watchdog_budget_s(event: str, env: Mapping[str, str], start_if_missing: bool) -> float:
+    """How long, from process start, the hook process may live at most."""
+    budget = protocol.hook_budget_s(env)
+    in_process = env.get("OCTY_NO_SERVICE") == "1" or not start_if_missing
+    if event in HANDOFF_EVENTS:
+        # In-process, a stop run gets four prompt budgets, as in the service.
+        return budget * 4 if in_process else HANDOFF_BUDGET_S * 2
+    return budget - EXIT_MARGIN_S
+
+
 def hook_main(event: str, *, start_if_missing: bool = True) -> None:
-    """The whole hook process: read stdin, answer, print, and exit 0 at once (never returns)."""
-    started = time.monotonic()
+    """The whole hook process: read stdin, answer, print, and exit 0 (never returns).
+
+    A watchdog thread ends the process with exit 0 when the budget, counted from process start, runs
+    out, whatever the service or an in-process run is doing.
+    """
+    started = time.monotonic() - process_age_s()
     try:
-        if os.environ.get("OCTY_NO_HOOKS") != "1":
+        import _thread
+
+        guard = _thread.allocate_lock()
+        env = os.environ
+        start_watchdog(started + watchdog_budget_s(event, env, start_if_missing), guard)
+        if env.get("OCTY_NO_HOOKS") != "1":
+            raw = read_stdin()
             result = run_hook(
-                event, read_stdin(), started=started, start_if_missing=start_if_missing
+                event, raw, env=env, started=started, start_if_missing=start_if_missing
             )
-            if result.stdout:
-                sys.stdout.write(result.stdout)
-            sys.stdout.flush()
-            sys.stderr.flush()
+            out = result.stdout
+            if event != "stop":
+                home = protocol.home_from_env(env)
+                notice = result.notice or client_notice(env, home)
+                if notice and first_time(home, _session_id(raw), notice):
+                    out = with_notice(event, out, notice)
+            if out and guard.acquire(blocking=False):
+                data = out.encode("utf-8", "surrogateescape")
+                while data:
+                    data = data[os.write(1, data) :]
     except BaseException:
         pass
     # Exit now: a pipeline thread cut off by the budget must not hold the prompt until it returns.

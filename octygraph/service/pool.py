@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from octygraph.embeddings import make_embeddings
+from octygraph.embeddings import LocalEmbeddings, make_embeddings
 from octygraph.settings import Settings
 from octygraph.store import MemoryStore
 
@@ -61,6 +61,7 @@ class _Slot:
     identity: tuple[int, int] | None = None
     leased: int = 0
     runs: int = 0
+    primed: bool = False
     last_used: float = field(default_factory=time.monotonic)
 
 
@@ -104,6 +105,13 @@ class StorePool:
         store.enable_vector_cache()  # the service searches often: NumPy over RAM beats a vec0 scan
         with self._guard:
             slot.identity = _identity(paths.db)
+            prime, slot.primed = not slot.primed, True
+        if prime and isinstance(store.embedder, LocalEmbeddings):
+            # The relevance and storage judges read the local model's vectors of the memories they
+            # weigh; the store holds exactly those already, so a new prompt need not embed them again.
+            from octygraph.judgement import vectors
+
+            vectors.prime(store.content_vectors(vectors.CACHE_SIZE))
         return store
 
     def _give_back(self, settings: Settings, slot: _Slot, store: MemoryStore | None) -> None:

@@ -4,7 +4,9 @@ Standard library only: the hook client imports this module on every prompt, befo
 
 Messages are JSON objects, each sent as a 4-byte big-endian length followed by that many bytes of UTF-8.
 A hook request is `{"op": "hook", "event", "payload_b64", "env", "process_env", "cwd", "version",
-"elapsed_s"}`; the answer is `{"status": "ok", "stdout": ...}`, `{"status": "restart", "reason": ...}`
+"elapsed_s", "handoff"}`; the answer is `{"status": "ok", "stdout": ..., "notice": ...}` (`notice`: one
+line for the user when memory is degraded, or ""), `{"status": "accepted"}` for a hand-off (stop,
+session-start: acknowledged on receipt, worked on afterwards), `{"status": "restart", "reason": ...}`
 or `{"status": "error", "message": ...}`. `{"op": "status"}` answers the service's health and
 `{"op": "stop"}` asks it to finish what it is doing and exit.
 """
@@ -18,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import octygraph
+from octygraph import setting_table as table
 
 # Not `typing.TYPE_CHECKING`: importing typing costs the hook client milliseconds on every prompt.
 TYPE_CHECKING = False
@@ -28,44 +31,21 @@ SOCKET_NAME = "octygraph.sock"
 PID_NAME = "octygraph.pid"
 LOCK_NAME = "octygraph.lock"
 LOG_NAME = "serve.log"
+SPOOL_NAME = "spool"
 # sun_path is 108 bytes on Linux and 104 on macOS; keep a margin for the terminating NUL.
 MAX_SOCKET_PATH = 100
 MAX_FRAME = 16 * 1024 * 1024
 HEADER = struct.Struct(">I")
-DEFAULT_IDLE_S = 30 * 60.0
-DEFAULT_HOOK_BUDGET_S = 12.0
+DEFAULT_IDLE_S: float = table.default("OCTY_SERVE_IDLE_S")
+DEFAULT_HOOK_BUDGET_S: float = table.default("OCTY_HOOK_BUDGET_S")
 
 # Variables the pipeline reads through `Settings.from_env(env=...)`: the service takes them from each
 # request, so one service serves projects and shells that set them differently.
-SETTINGS_VARS = frozenset(
-    {
-        "OCTYBOT_HOME",
-        "OCTYBOT_PROJECT",
-        "DB_PATH",
-        "OPENROUTER_API_KEY",
-        "OCTY_LLM_BASE_URL",
-        "OCTY_LLM_API_KEY",
-        "CLOUDFLARE_API_TOKEN",
-        "CF_ACCOUNT_ID",
-        "ANTHROPIC_API_KEY",
-        "LAYER1",
-        "LAYER2",
-        "OCTY_EMBEDDINGS",
-        "VOYAGE_API_KEY",
-        "VOYAGE_MODEL",
-        "WORKER_URL",
-        "OCTY_MAX_TURNS",
-        "OCTY_LOOP_TIMEOUT_S",
-        "OCTY_CONTEXT_BUDGET",
-        "OCTY_HOOK_BUDGET_S",
-        "OCTY_DEBUG",
-    }
-)
+SETTINGS_VARS = table.REQUEST_VARS
 # Read by the client alone, or configure the service itself: they never force a restart.
-CLIENT_VARS = frozenset({"OCTY_NO_SERVICE", "OCTY_NO_HOOKS", "OCTY_SERVE_IDLE_S"})
-# Other variables that change what the pipeline does but are read from the process environment
-# (base-URL overrides, retry delays, tracing): a service started with different values restarts.
-_PROCESS_PREFIXES = ("OCTY_", "OCTYBOT_", "LANGSMITH_", "LANGCHAIN_", "ANTHROPIC_", "OPENAI_")
+CLIENT_VARS = table.CLIENT_VARS
+# Read from the service's own environment: a service started with other values is replaced.
+SERVICE_VARS = table.SERVICE_VARS
 
 
 class ProtocolError(Exception):
@@ -103,6 +83,11 @@ class ServicePaths:
     def log_file(self) -> Path:
         return self.home / "debug" / LOG_NAME
 
+    @property
+    def spool_dir(self) -> Path:
+        """Hand-off requests (stop, session-start) no service took; the service works through them."""
+        return self.home / SPOOL_NAME
+
 
 def short_socket_dir() -> Path:
     """`<tmp>/octygraph-<uid>`, created 0700; refuses a folder that another user owns."""
@@ -125,20 +110,12 @@ def home_from_env(env: Mapping[str, str]) -> Path:
 
 def hook_budget_s(env: Mapping[str, str]) -> float:
     """`OCTY_HOOK_BUDGET_S` (default 12 s); a bad value falls back to the default, as hooks never fail."""
-    try:
-        value = float(env.get("OCTY_HOOK_BUDGET_S") or DEFAULT_HOOK_BUDGET_S)
-    except ValueError:
-        return DEFAULT_HOOK_BUDGET_S
-    return value if value > 0 else DEFAULT_HOOK_BUDGET_S
+    return float(table.lenient("OCTY_HOOK_BUDGET_S", env))
 
 
 def idle_timeout_s(env: Mapping[str, str]) -> float:
     """`OCTY_SERVE_IDLE_S` (default 30 minutes)."""
-    try:
-        value = float(env.get("OCTY_SERVE_IDLE_S") or DEFAULT_IDLE_S)
-    except ValueError:
-        return DEFAULT_IDLE_S
-    return value if value > 0 else DEFAULT_IDLE_S
+    return float(table.lenient("OCTY_SERVE_IDLE_S", env))
 
 
 def request_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -154,12 +131,12 @@ def request_env(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def process_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The variables read from the process environment (a service started with others restarts)."""
-    return {
-        k: v
-        for k, v in env.items()
-        if k.startswith(_PROCESS_PREFIXES) and k not in SETTINGS_VARS and k not in CLIENT_VARS
-    }
+    """The variables the service reads from its own environment (a service started with others restarts).
+
+    Only the `service` rows of the settings table: other variables (`ANTHROPIC_MODEL`, anything the
+    pipeline never reads) do not matter to it.
+    """
+    return {k: v for k, v in env.items() if k in SERVICE_VARS}
 
 
 def service_env(base: Mapping[str, str], requested: Mapping[str, str]) -> dict[str, str]:

@@ -31,14 +31,37 @@ from pathlib import Path
 from typing import Any
 
 from octygraph.service import protocol
-from octygraph.service.client import ServiceUnavailable, exchange
+from octygraph.service.client import NOTIFY_ENV, ServiceUnavailable, exchange
 
 log = logging.getLogger("octygraph.serve")
 
 READ_TIMEOUT_S = 10.0
 LOCK_WAIT_S = 20.0
 DRAIN_TIMEOUT_S = 60.0
-HOOK_EVENTS = ("prompt", "stop")
+SPOOL_INTERVAL_S = 2.0
+HANDED_IDS = 10_000
+HOOK_EVENTS = ("prompt", "stop", "session-start")
+HANDOFF_EVENTS = ("stop", "session-start")
+
+
+class _Notifier:
+    """The pipe of the hook that started this service: told once that it listens, or why it cannot."""
+
+    def __init__(self) -> None:
+        raw = os.environ.pop(NOTIFY_ENV, "")
+        self.fd: int | None = int(raw) if raw.isdigit() else None
+
+    def send(self, line: str) -> None:
+        if self.fd is None:
+            return
+        fd, self.fd = self.fd, None
+        with contextlib.suppress(OSError):
+            os.write(fd, (" ".join(line.split()) + "\n").encode("utf-8", "replace"))
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+notifier = _Notifier()
 
 
 class ServiceError(Exception):
@@ -121,6 +144,9 @@ class Service:
         self._socket_id: tuple[int, int] | None = None
         self._handle: Callable[..., Any] | None = None
         self._pool: Any = None
+        self._background: set[asyncio.Task[None]] = set()
+        self._handed: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self.spooled = 0
 
     # ------------------------------------------------------------------ start-up
 
@@ -141,6 +167,12 @@ class Service:
                 from octygraph.embeddings import local_embeddings
 
                 local_embeddings().embed_array(["warm up"])
+                # The judges of what to store and inject load their fitted weights on first use.
+                from octygraph.judgement.gate import storage_gate
+                from octygraph.judgement.relevance import relevance_model
+
+                relevance_model()
+                storage_gate()
         except Exception as exc:  # a bad setting fails the requests that need it, not the service
             log.warning("embedding model not preloaded: %s", exc)
         log.info("warm in %.2f s", time.perf_counter() - t0)
@@ -225,7 +257,78 @@ class Service:
         if reason:
             self.shutdown(f"restart: {reason}")
             return {"status": "restart", "reason": reason}, None
+        if message.get("handoff"):
+            event = str(message.get("event") or "")
+            if event not in HANDOFF_EVENTS:
+                return {"status": "error", "message": f"cannot hand off {event!r}"}, None
+            # The receipt goes out first; the work runs after it, so the hook can return at once.
+            self._in_background(message)
+            return {"status": "accepted"}, None
         return await self._hook(message)
+
+    def _in_background(self, message: dict[str, Any]) -> bool:
+        """Run a hand-off request after its receipt; counted as active so a shutdown waits for it.
+
+        Returns False (and runs nothing) for a request id already taken: a hook whose receipt came too
+        late spools the same request.
+        """
+        request_id = str(message.get("request_id") or "")
+        if request_id:
+            if request_id in self._handed:
+                return False
+            self._handed[request_id] = None
+            while len(self._handed) > HANDED_IDS:
+                self._handed.popitem(last=False)
+        self.active += 1
+
+        async def work() -> None:
+            after: Callable[[], None] | None = None
+            try:
+                answer, after = await self._hook(message)
+                if answer.get("status") != "ok":
+                    log.warning("hand-off not done: %s", answer.get("message"))
+                if after is not None:
+                    await asyncio.to_thread(after)
+            except Exception:
+                self.failures += 1
+                log.exception("hand-off failed")
+            finally:
+                self.active -= 1
+                self.last_activity = time.monotonic()
+
+        task = asyncio.create_task(work())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return True
+
+    def drain_spool(self) -> int:
+        """Start the hand-off requests that hooks left in the spool folder when no service took them."""
+        folder = self.paths.spool_dir
+        try:
+            names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+        except OSError:
+            return 0
+        started = 0
+        for name in names:
+            path = folder / name
+            try:
+                body = path.read_bytes()
+                path.unlink()  # at most once: a run that fails is not retried forever
+                message = protocol.decode(body)
+            except (OSError, protocol.ProtocolError) as exc:
+                log.warning("spooled request %s unreadable: %s", name, exc)
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                continue
+            if message.get("event") not in HANDOFF_EVENTS:
+                continue
+            # The spool is worked through with this service's code, whatever client wrote it.
+            message["elapsed_s"] = 0.0
+            started += self._in_background(message)
+        if started:
+            self.spooled += started
+            log.info("working through %d spooled requests", started)
+        return started
 
     async def _hook(
         self, message: dict[str, Any]
@@ -241,7 +344,15 @@ class Service:
         pairs = requested.items() if isinstance(requested, dict) else ()
         env = protocol.service_env(os.environ, {str(k): str(v) for k, v in pairs})
         assert self._ready is not None
-        await self._ready
+        try:
+            await self._ready
+        except Exception as exc:
+            reason = f"the memory service could not start ({type(exc).__name__}: {exc})"
+            return {
+                "status": "error",
+                "message": reason,
+                "notice": f"memory is off: {reason}",
+            }, None
         assert self._handle is not None and self._pool is not None
         reply = await self._handle(
             event,
@@ -255,7 +366,7 @@ class Service:
         took_ms = (time.monotonic() - received) * 1000
         self.recent_ms.append(took_ms)
         log.info("%s answered in %.0f ms (%d chars)", event, took_ms, len(reply.stdout))
-        return {"status": "ok", "stdout": reply.stdout}, reply.after
+        return {"status": "ok", "stdout": reply.stdout, "notice": reply.notice}, reply.after
 
     def health(self) -> dict[str, Any]:
         """What `octygraph serve status` shows."""
@@ -275,6 +386,7 @@ class Service:
             if recent
             else None,
             "active": self.active,
+            "spooled": self.spooled,
             "warm": bool(self._ready is not None and self._ready.done()),
             "idle_timeout_s": self.idle_s,
             "idle_for_s": round(time.monotonic() - self.last_activity, 1),
@@ -292,10 +404,12 @@ class Service:
             self._stopping.set()
 
     async def _watch_idle(self) -> None:
-        assert self._stopping is not None
-        interval = max(0.05, min(5.0, self.idle_s / 4))
+        assert self._stopping is not None and self._ready is not None
+        interval = max(0.05, min(SPOOL_INTERVAL_S, self.idle_s / 4))
         while not self._stopping.is_set():
             await asyncio.sleep(interval)
+            if self._ready.done() and not self._ready.exception():
+                self.drain_spool()
             idle_for = time.monotonic() - self.last_activity
             if self.active == 0 and idle_for >= self.idle_s:
                 self.shutdown(f"idle for {idle_for:.0f} s")
@@ -323,6 +437,7 @@ class Service:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.shutdown, f"signal {sig.name}")
         await self._listen()
+        notifier.send("ready")
         log.info(
             "listening on %s (pid %d, version %s)", self.paths.socket, os.getpid(), self.version
         )
@@ -338,6 +453,7 @@ class Service:
             else:
                 assert self._ready is not None
                 self._ready.set_result(None)
+                self.drain_spool()
 
         warming = asyncio.create_task(warm())
         watcher = asyncio.create_task(self._watch_idle())
@@ -364,12 +480,23 @@ def serve(home: Path, idle_s: float | None = None) -> int:
     Raises:
         ServiceError: another service already runs for this home, or the socket path is unusable.
     """
+    try:
+        return _serve(home, idle_s)
+    except BaseException as exc:
+        notifier.send(f"error {exc}")  # the hook that started it gives up at once
+        raise
+    finally:
+        notifier.send("error the service stopped before it listened")
+
+
+def _serve(home: Path, idle_s: float | None) -> int:
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     with contextlib.suppress(OSError):
         home.chmod(0o700)
     paths = protocol.ServicePaths(home)
     lock_fd = acquire_lock(paths)
     if lock_fd is None:
+        notifier.send("busy")
         raise ServiceError(
             f"A memory service is already running for {home}; see `octygraph serve status`."
         )
@@ -402,3 +529,22 @@ def configure_logging() -> None:
     )
     # The service's own events; the pipeline's stage logs stay out unless verbose mode asks for them.
     log.setLevel(logging.INFO)
+
+
+def main() -> None:
+    """`python -m octygraph.service.server`: what a hook starts, without the command line's imports."""
+    configure_logging()
+    home = protocol.home_from_env(os.environ)
+    try:
+        code = serve(home)
+    except (ServiceError, OSError) as exc:
+        print(str(exc), file=sys.stderr)
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Worker threads a budget cut off may still be waiting on the network; the service is done.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -288,6 +288,16 @@ class MemoryStore:
         """Serve vector searches from an in-memory matrix (for long-running processes; see vector_cache)."""
         self._vector_cache = cache_for(str(self.path.resolve()))
 
+    def content_vectors(self, limit: int) -> list[tuple[str, np.ndarray]]:
+        """Current memories' text with the vector stored for it, newest first (to seed caches)."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT n.content, e.vector FROM embeddings e JOIN nodes n ON n.id = e.node_id "
+                "WHERE n.superseded_by IS NULL ORDER BY e.rowid DESC LIMIT ?",
+                (int(limit),),
+            ).fetchall()
+        return [(str(r[0]), np.frombuffer(r[1], dtype=np.float32)) for r in rows]
+
     def revision(self) -> tuple[int, int, int]:
         """Changes whenever the database may have changed, as seen through this store's connection."""
         with self._lock:
