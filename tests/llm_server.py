@@ -258,11 +258,18 @@ def anthropic_server(script: Iterable[ScriptItem]) -> Iterator[ScriptedServer]:
         yield server
 
 
+_HELD_PORTS: list[Any] = []
+
+
 def closed_port() -> str:
-    """The URL of a loopback port nothing listens on (for dead-endpoint tests)."""
+    """The URL of a loopback port nothing listens on (for dead-endpoint tests).
+
+    The port stays bound, never listening, for the rest of the run: connecting is refused, and no
+    server started later can take the same port (and inherit its tripped circuit breaker).
+    """
     import socket
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    _HELD_PORTS.append(sock)
+    return f"http://127.0.0.1:{sock.getsockname()[1]}"

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -78,11 +79,14 @@ class Env:
     def hook(
         self, prompt: str, project: str = "alpha", *, flags: tuple[str, ...] = (), **extra: str
     ) -> subprocess.CompletedProcess[str]:
-        """The prompt hook through the console-script entry, as a new process."""
+        """The prompt hook through the console-script entry, as a new process.
+
+        Each call is its own session: within one session a memory is injected only once.
+        """
         cwd = self.folder(project)
         return subprocess.run(
             [sys.executable, *flags, "-m", "octygraph.entry", "hook", "prompt"],
-            input=_payload(prompt, cwd),
+            input=_payload(prompt, cwd, session=f"s-{uuid.uuid4().hex[:8]}"),
             capture_output=True,
             text=True,
             env=self.env(project, **extra),
