@@ -350,6 +350,9 @@ def _item(
     lasting = not s.past or (s.correction and s.date is None)
     if kind == "decision" and instruction is not None and lasting:
         node_type = "instruction"
+    # An undated "now X instead of Y" replaces a standing rule; it is not a plan, whatever its tense.
+    if kind == "plan" and instruction is not None and s.correction and s.date is None:
+        node_type = "instruction"
     scope: float | None = None
     subtype: str | None
     if node_type == "instruction":

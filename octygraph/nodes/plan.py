@@ -86,7 +86,11 @@ async def plan(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any
     offline_instructions = [
         ExtractedInstruction(
             content=item.content,
-            pattern="preference" if item.subtype == "instruction" else "process",
+            pattern="correction"
+            if item.correction
+            else "preference"
+            if item.subtype == "instruction"
+            else "process",
             subtype=cast(InstructionSubtype, item.subtype)
             if item.subtype in INSTRUCTION_SUBTYPES
             else "rule",

@@ -69,6 +69,8 @@ def _force_store(
             content=i.content,
             entities=i.entities,
             scope=i.scope,
+            # "now two approvals instead of one" replaces the rule it corrects, not kept beside it
+            correction=i.pattern == "correction",
         )
         for i in instructions
         if i.content.strip().casefold() not in contents

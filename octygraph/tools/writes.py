@@ -28,12 +28,19 @@ ORDINARY_WORDS = (
 _KEY_TOKEN = re.compile(
     r"\b\w*\d[\w.]*\b|(?<![.!?]\s)(?<!^)\b[A-Z][\w.-]*|`[^`]+`|[\w.-]*/[\w./-]+"
 )
+_COUNT_OR_POLARITY = re.compile(
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|once|twice|single|double"
+    r"|no|not|never|without|\w+n't)\b",
+    re.IGNORECASE,
+)
+"""Words that turn a rule into a different rule: "one approval" is not "two", "always" not "never"."""
 
 
 def key_tokens(text: str) -> set[str]:
-    """Names, numbers, versions, paths and code spans: what makes two look-alike facts different."""
+    """Names, numbers, counts, negations, versions, paths and code spans: what tells look-alikes apart."""
     text = text.strip()
     keys = {m.group().strip("`.").casefold() for m in _KEY_TOKEN.finditer(text)}
+    keys |= {m.group().casefold() for m in _COUNT_OR_POLARITY.finditer(text)}
     first = re.match(r"[A-Z][\w.-]*", text)
     # A capital at the start is a name unless it is an ordinary word ("The", "Always", "Deploy").
     if first and first.group().casefold() not in ORDINARY_WORDS:
