@@ -126,7 +126,9 @@ def main_options(
 @app.command()
 @user_errors
 def search(
-    query: Annotated[str, typer.Argument(help="What to look for, in your own words.")],
+    words: Annotated[
+        list[str], typer.Argument(help="What to look for, in your own words (quotes optional).")
+    ],
     type_: Annotated[
         list[str] | None,
         typer.Option(
@@ -145,6 +147,7 @@ def search(
     from octygraph.services import open_store
     from octygraph.store import NODE_TYPES
 
+    query = " ".join(words)
     if not query.strip():
         raise UserError("Give some words to search for.")
     types = type_ or [t for t in NODE_TYPES if t != "entity"]
@@ -433,6 +436,50 @@ def hook_session_start() -> None:
     from octygraph.hooks import main as hooks_main
 
     hooks_main("session-start")
+    raise typer.Exit(0)
+
+
+def split_slash_arguments(text: str) -> list[str]:
+    """The words of an `/octybot` argument string: shell-style, or plain words when quotes are unbalanced.
+
+    `search "Peter account"` keeps the quoted phrase as one word; `search Peter's account` (a lone
+    apostrophe) falls back to splitting on white space, so it still means three words.
+    """
+    import shlex
+
+    text = text.strip()
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+@app.command("slash", hidden=True)
+def slash() -> None:
+    """What `/octybot ARGS` runs: the arguments arrive on stdin (a quoted here-document), never through a shell.
+
+    Claude Code pastes the typed arguments into the command line as they are, so any quote in them
+    would break the shell; a here-document with a quoted delimiter passes them through untouched. The
+    words then run as an ordinary `octygraph` command, with errors on stdout (the slash command shows
+    stdout) and exit code 0 (a non-zero `!` command aborts the whole slash command).
+    """
+    words = split_slash_arguments(sys.stdin.read())
+    if not words:
+        words = ["--help"]
+    saved = sys.stderr
+    sys.stderr = sys.stdout
+    try:
+        main_args = [] if _state["project"] is None else ["--project", _state["project"]]
+        app(args=main_args + words, prog_name="/octybot", standalone_mode=True)
+    except SystemExit:
+        pass
+    except SettingsError as exc:
+        print(str(exc))
+    except Exception as exc:  # never abort the slash command with a traceback
+        print(f"octygraph failed: {exc}")
+    finally:
+        sys.stdout.flush()
+        sys.stderr = saved
     raise typer.Exit(0)
 
 

@@ -19,6 +19,7 @@ from octygraph.claude.install import (
     InstallError,
     command_prefix,
     install,
+    quote_for_sh,
     uninstall,
 )
 from octygraph.settings import Settings
@@ -191,13 +192,33 @@ def test_slash_command_file_runs_and_preapproves_itself(tmp_path: Path, exe: Pat
     assert f"Bash({prefix} *)" in front["allowed-tools"]
     body = match.group(2)
     assert "verbatim" in body
-    bang = re.search(r"^!`(.*)`$", body, re.M)
-    assert bang and bang.group(1) == f"{prefix} $ARGUMENTS 2>&1 || true"
+    block = re.search(r"^```!\n(.*?)^```$", body, re.M | re.S)
+    assert block, body
+    script = block.group(1)
+    assert script.startswith(f"{prefix} slash <<'")
+    assert "$ARGUMENTS" in script
 
-    for args, expected in (("memory list", "memory list"), ("dev-mode", "dev-mode")):
-        line = bang.group(1).replace("$ARGUMENTS", args)
-        out = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=10)
-        assert out.stdout.strip() == f"project=my-proj args={expected}"
+    # A stand-in that shows its arguments and what it reads on stdin.
+    echo = tmp_path / "echo-octygraph"
+    echo.write_text('#!/bin/sh\necho "project=$OCTYBOT_PROJECT args=$*"\ncat\n')
+    echo.chmod(0o755)
+    script = script.replace(quote_for_sh(str(exe)), quote_for_sh(str(echo)))
+    typed = (
+        "search Peter's account",
+        'search "Peter account" $HOME `id` ; echo injected',
+        "memory list",
+        "",
+    )
+    for args in typed:
+        # What Claude Code does: paste the typed text in place of $ARGUMENTS, then run it with sh.
+        out = subprocess.run(
+            ["sh", "-c", script.replace("$ARGUMENTS", args)],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == f"project=my-proj args=slash\n{args}\n"
 
 
 def test_seeds_database_from_small_baseline_profile(tmp_path: Path, exe: Path) -> None:

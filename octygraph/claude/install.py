@@ -30,6 +30,7 @@ SESSION_START_TIMEOUT_S = 10
 PROMPT_STATUS = "octybot: recalling memories"
 BASELINE_PROFILE = "small-baseline.db"
 COMMAND_MARKER = "managed by octygraph"
+ARGS_DELIMITER = "OCTYBOT_ARGUMENTS"
 EVENTS = ("UserPromptSubmit", "Stop", "SessionStart")
 
 
@@ -151,7 +152,7 @@ def command_file_text(executable: str, project_id: str) -> str:
     prefix = command_prefix(executable, project_id)
     exe = quote_for_sh(executable)
     # Claude Code never prompts for `!` commands: anything not pre-approved aborts the command.
-    allowed = f"Bash({prefix} *), Bash({exe} *), Bash(true)"
+    allowed = f"Bash({prefix} *), Bash({exe} *)"
     description = f"Octybot long-term memory, {COMMAND_MARKER} (memory, dev-mode, verbose-mode)"
     hint = "memory help|list|active|load <profile>|unload|freeze ... | dev-mode | verbose-mode"
     return (
@@ -161,7 +162,15 @@ def command_file_text(executable: str, project_id: str) -> str:
         f"allowed-tools: {_yaml_value(allowed)}\n"
         "disable-model-invocation: true\n"
         "---\n"
-        f"!`{prefix} $ARGUMENTS 2>&1 || true`\n"
+        # The typed arguments go through a here-document with a quoted delimiter, so quotes, `$` and
+        # backquotes in them reach octygraph untouched instead of breaking the shell (`Peter's`).
+        # No `|| true` or `2>&1`: Claude Code refuses to run a here-document followed by more shell
+        # syntax, and `slash` prints its errors on stdout and always exits 0 by itself.
+        "```!\n"
+        f"{prefix} slash <<'{ARGS_DELIMITER}'\n"
+        "$ARGUMENTS\n"
+        f"{ARGS_DELIMITER}\n"
+        "```\n"
         "\n"
         "Show the output above to the user verbatim, in a code block. Do not run other commands or "
         "take any further action unless the user asks.\n"
@@ -507,9 +516,7 @@ def install(target_dir: Path, settings: Settings, executable: str) -> InstallRep
 
 # --- uninstall ------------------------------------------------------------------------------------
 
-_OUR_HOOK = re.compile(
-    r'^OCTYBOT_PROJECT=\S+ (?:"[^"]*"|\S+) hook (?:prompt|stop|session-start)$'
-)
+_OUR_HOOK = re.compile(r'^OCTYBOT_PROJECT=\S+ (?:"[^"]*"|\S+) hook (?:prompt|stop|session-start)$')
 
 
 def _guess_record(settings_data: dict[str, Any] | None, command_file: Path) -> dict[str, Any]:
