@@ -112,7 +112,9 @@ def main_options(
     project: Annotated[
         str | None,
         typer.Option(
-            "--project", "-p", help="Project id (default: $OCTYBOT_PROJECT or the folder name)."
+            "--project",
+            "-p",
+            help="Project id (default: $OCTYBOT_PROJECT, else the git root's or the folder's name).",
         ),
     ] = None,
 ) -> None:
@@ -508,18 +510,47 @@ def _project_folder(target_dir: str) -> tuple[Any, Settings]:
     return target, Settings.from_env(project_id=_state["project"] or target.name, cwd=target)
 
 
+Scope = Annotated[
+    str,
+    typer.Option(
+        "--scope",
+        help="project: the hooks of TARGET_DIR/.claude/settings.json (project id pinned); "
+        "user: ~/.claude/settings.json, every project (project id = its git root's name).",
+    ),
+]
+
+
+def _scope_target(target_dir: str | None, scope: str) -> tuple[Any, Settings, bool]:
+    """Where to install and with which settings, for `--scope project|user`."""
+    if scope == "user":
+        from octygraph.claude.install import user_claude_dir
+
+        if target_dir is not None:
+            raise UserError("--scope user takes no folder: it installs for every project.")
+        return user_claude_dir(), settings(), True
+    if scope != "project":
+        raise UserError(f"--scope must be 'project' or 'user', got {scope!r}.")
+    if target_dir is None:
+        raise UserError("Name the project folder (octygraph install DIR), or pass --scope user.")
+    target, s = _project_folder(target_dir)
+    return target, s, False
+
+
 @app.command()
 @user_errors
 def install(
-    target_dir: Annotated[str, typer.Argument(help="The project folder to add octygraph to.")],
+    target_dir: Annotated[
+        str | None, typer.Argument(help="The project folder to add octygraph to.")
+    ] = None,
+    scope: Scope = "project",
 ) -> None:
-    """Add the octygraph hooks and the /octybot command to a project, and create its memory folders."""
+    """Add the octygraph hooks and the /octybot command to a project (or all of them, --scope user)."""
     from octygraph.claude.install import InstallError
     from octygraph.claude.install import install as do_install
 
-    target, s = _project_folder(target_dir)
+    target, s, user_scope = _scope_target(target_dir, scope)
     try:
-        report = do_install(target, s, _installed_executable())
+        report = do_install(target, s, _installed_executable(), user_scope=user_scope)
     except InstallError as exc:
         raise UserError(str(exc)) from None
     out.print(report.render(), markup=False, highlight=False)
@@ -528,15 +559,18 @@ def install(
 @app.command()
 @user_errors
 def uninstall(
-    target_dir: Annotated[str, typer.Argument(help="The project folder to remove octygraph from.")],
+    target_dir: Annotated[
+        str | None, typer.Argument(help="The project folder to remove octygraph from.")
+    ] = None,
+    scope: Scope = "project",
 ) -> None:
     """Remove exactly what `octygraph install` added (memories are kept)."""
     from octygraph.claude.install import InstallError
     from octygraph.claude.install import uninstall as do_uninstall
 
-    target, s = _project_folder(target_dir)
+    target, s, user_scope = _scope_target(target_dir, scope)
     try:
-        report = do_uninstall(target, s)
+        report = do_uninstall(target, s, user_scope=user_scope)
     except InstallError as exc:
         raise UserError(str(exc)) from None
     out.print(report.render(), markup=False, highlight=False)

@@ -41,6 +41,7 @@ SETTINGS_VARS = frozenset(
     {
         "OCTYBOT_HOME",
         "OCTYBOT_PROJECT",
+        "CLAUDE_PROJECT_DIR",  # names the project when the hooks pin none (user scope, the plugin)
         "DB_PATH",
         "OPENROUTER_API_KEY",
         "OCTY_LLM_BASE_URL",
