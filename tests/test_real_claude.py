@@ -402,3 +402,28 @@ def test_an_interactive_turn_gets_the_memory(claude: Claude) -> None:
     ]
     assert main, [last_user_text(r.body)[:200] for r in claude.api.messages()]
     assert "Maria Zorbex owns the billing service" in main[-1].text
+
+
+# --- installed for the user: every project, from any subfolder ------------------------------------
+
+
+def test_user_scope_hooks_work_from_a_subfolder_of_the_repository(
+    tmp_path: Path, api: FakeAnthropic
+) -> None:
+    world = make_claude(tmp_path, api)
+    try:
+        subprocess.run(["git", "init", "-q", str(world.project)], check=True, timeout=30)
+        world.octygraph("install", "--scope", "user", cwd=tmp_path)
+        assert (world.home / ".claude" / "settings.json").is_file()
+        assert not (world.project / ".claude").exists()
+        world.octygraph("memory", "add", "Maria Zorbex owns the billing service.")
+        deep = world.project / "services" / "billing"
+        deep.mkdir(parents=True)
+        prompt = "Who owns the billing service?"
+
+        turn = world.run(prompt, cwd=deep)
+
+        assert_answered(turn, "Noted.")
+        assert "Maria Zorbex owns the billing service" in request_with(turn, prompt).text
+    finally:
+        stop_service(world)
