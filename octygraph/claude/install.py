@@ -9,8 +9,8 @@ twice changes nothing.
 With `user_scope=True` the same goes into the user's Claude folder (`~/.claude`, or
 `$CLAUDE_CONFIG_DIR`), so the hooks run in every project; their commands pin no project id, so it comes
 from `CLAUDE_PROJECT_DIR` or the git root of the working folder (see `octygraph.settings`). The Claude
-Code plugin in the repository (`hooks/hooks.json`, `commands/octybot.md`) holds the same commands, made
-by `plugin_files`.
+Code plugin in the repository (`plugin/hooks/hooks.json`, `plugin/commands/octybot.md`) holds the same
+commands, made by `plugin_files`.
 """
 
 from __future__ import annotations
@@ -181,7 +181,9 @@ def command_file_text(executable: str, project_id: str | None) -> str:
     exe = shell_word(executable)
     # Claude Code never prompts for `!` commands: anything not pre-approved aborts the command.
     allowed = f"Bash({prefix} *)" if prefix == exe else f"Bash({prefix} *), Bash({exe} *)"
-    description = f"Octybot long-term memory, {COMMAND_MARKER} (search, memory, dev-mode, verbose-mode)"
+    description = (
+        f"Octybot long-term memory, {COMMAND_MARKER} (search, memory, dev-mode, verbose-mode)"
+    )
     hint = "search <words> | memory help|list|active|load <profile>|unload|freeze ... | dev-mode"
     return (
         "---\n"
@@ -211,7 +213,7 @@ PLUGIN_COMMAND_FILE = Path("commands") / COMMAND_NAME
 
 
 def plugin_files() -> dict[Path, str]:
-    """The Claude Code plugin's hook and command files (relative path -> text).
+    """The Claude Code plugin's hook and command files (path in the plugin folder -> text).
 
     The plugin runs `octygraph` from PATH (installed once with pipx or uv tool) and pins no project,
     like a user-scope install. `tests/test_plugin.py` checks the files in the repository match.
@@ -231,7 +233,7 @@ def plugin_files() -> dict[Path, str]:
 
 
 def write_plugin_files(root: Path) -> list[Path]:
-    """Write `plugin_files()` under `root` (the repository); returns the files that changed."""
+    """Write `plugin_files()` under `root` (the plugin folder); returns the files that changed."""
     changed = []
     for relative, text in plugin_files().items():
         path = Path(root) / relative
