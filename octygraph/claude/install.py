@@ -113,12 +113,13 @@ def quote_for_sh(path: str) -> str:
     return '"' + re.sub(r'([\\"$`])', r"\\\1", path) + '"'
 
 
-_PLAIN_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 def shell_word(executable: str) -> str:
-    """The executable as one `sh` word: as it is when that is safe (`octygraph`), else double-quoted."""
-    return executable if _PLAIN_WORD.fullmatch(executable) else quote_for_sh(executable)
+    """The executable as one `sh` word: a bare name looked up on PATH as it is (`octygraph`, the
+    plugin), a path double-quoted (what `install` writes)."""
+    return executable if _PLAIN_NAME.fullmatch(executable) else quote_for_sh(executable)
 
 
 def command_prefix(executable: str, project_id: str | None) -> str:
