@@ -112,7 +112,9 @@ def main_options(
     project: Annotated[
         str | None,
         typer.Option(
-            "--project", "-p", help="Project id (default: $OCTYBOT_PROJECT or the folder name)."
+            "--project",
+            "-p",
+            help="Project id (default: $OCTYBOT_PROJECT, else the git root's or the folder's name).",
         ),
     ] = None,
 ) -> None:
@@ -126,7 +128,9 @@ def main_options(
 @app.command()
 @user_errors
 def search(
-    query: Annotated[str, typer.Argument(help="What to look for, in your own words.")],
+    words: Annotated[
+        list[str], typer.Argument(help="What to look for, in your own words (quotes optional).")
+    ],
     type_: Annotated[
         list[str] | None,
         typer.Option(
@@ -145,6 +149,7 @@ def search(
     from octygraph.services import open_store
     from octygraph.store import NODE_TYPES
 
+    query = " ".join(words)
     if not query.strip():
         raise UserError("Give some words to search for.")
     types = type_ or [t for t in NODE_TYPES if t != "entity"]
@@ -466,6 +471,50 @@ def hook_session_start() -> None:
     _hook_exit("session-start")
 
 
+def split_slash_arguments(text: str) -> list[str]:
+    """The words of an `/octybot` argument string: shell-style, or plain words when quotes are unbalanced.
+
+    `search "Peter account"` keeps the quoted phrase as one word; `search Peter's account` (a lone
+    apostrophe) falls back to splitting on white space, so it still means three words.
+    """
+    import shlex
+
+    text = text.strip()
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+@app.command("slash", hidden=True)
+def slash() -> None:
+    """What `/octybot ARGS` runs: the arguments arrive on stdin (a quoted here-document), never through a shell.
+
+    Claude Code pastes the typed arguments into the command line as they are, so any quote in them
+    would break the shell; a here-document with a quoted delimiter passes them through untouched. The
+    words then run as an ordinary `octygraph` command, with errors on stdout (the slash command shows
+    stdout) and exit code 0 (a non-zero `!` command aborts the whole slash command).
+    """
+    words = split_slash_arguments(sys.stdin.read())
+    if not words:
+        words = ["--help"]
+    saved = sys.stderr
+    sys.stderr = sys.stdout
+    try:
+        main_args = [] if _state["project"] is None else ["--project", _state["project"]]
+        app(args=main_args + words, prog_name="/octybot", standalone_mode=True)
+    except SystemExit:
+        pass
+    except SettingsError as exc:
+        print(str(exc))
+    except Exception as exc:  # never abort the slash command with a traceback
+        print(f"octygraph failed: {exc}")
+    finally:
+        sys.stdout.flush()
+        sys.stderr = saved
+    raise typer.Exit(0)
+
+
 def _installed_executable() -> str:
     """The `octygraph` script of the installation that is running now (an absolute path)."""
     from pathlib import Path
@@ -491,18 +540,47 @@ def _project_folder(target_dir: str) -> tuple[Any, Settings]:
     return target, Settings.from_env(project_id=_state["project"] or target.name, cwd=target)
 
 
+Scope = Annotated[
+    str,
+    typer.Option(
+        "--scope",
+        help="project: the hooks of TARGET_DIR/.claude/settings.json (project id pinned); "
+        "user: ~/.claude/settings.json, every project (project id = its git root's name).",
+    ),
+]
+
+
+def _scope_target(target_dir: str | None, scope: str) -> tuple[Any, Settings, bool]:
+    """Where to install and with which settings, for `--scope project|user`."""
+    if scope == "user":
+        from octygraph.claude.install import user_claude_dir
+
+        if target_dir is not None:
+            raise UserError("--scope user takes no folder: it installs for every project.")
+        return user_claude_dir(), settings(), True
+    if scope != "project":
+        raise UserError(f"--scope must be 'project' or 'user', got {scope!r}.")
+    if target_dir is None:
+        raise UserError("Name the project folder (octygraph install DIR), or pass --scope user.")
+    target, s = _project_folder(target_dir)
+    return target, s, False
+
+
 @app.command()
 @user_errors
 def install(
-    target_dir: Annotated[str, typer.Argument(help="The project folder to add octygraph to.")],
+    target_dir: Annotated[
+        str | None, typer.Argument(help="The project folder to add octygraph to.")
+    ] = None,
+    scope: Scope = "project",
 ) -> None:
-    """Add the octygraph hooks and the /octybot command to a project, and create its memory folders."""
+    """Add the octygraph hooks and the /octybot command to a project (or all of them, --scope user)."""
     from octygraph.claude.install import InstallError
     from octygraph.claude.install import install as do_install
 
-    target, s = _project_folder(target_dir)
+    target, s, user_scope = _scope_target(target_dir, scope)
     try:
-        report = do_install(target, s, _installed_executable())
+        report = do_install(target, s, _installed_executable(), user_scope=user_scope)
     except InstallError as exc:
         raise UserError(str(exc)) from None
     out.print(report.render(), markup=False, highlight=False)
@@ -511,15 +589,18 @@ def install(
 @app.command()
 @user_errors
 def uninstall(
-    target_dir: Annotated[str, typer.Argument(help="The project folder to remove octygraph from.")],
+    target_dir: Annotated[
+        str | None, typer.Argument(help="The project folder to remove octygraph from.")
+    ] = None,
+    scope: Scope = "project",
 ) -> None:
     """Remove exactly what `octygraph install` added (memories are kept)."""
     from octygraph.claude.install import InstallError
     from octygraph.claude.install import uninstall as do_uninstall
 
-    target, s = _project_folder(target_dir)
+    target, s, user_scope = _scope_target(target_dir, scope)
     try:
-        report = do_uninstall(target, s)
+        report = do_uninstall(target, s, user_scope=user_scope)
     except InstallError as exc:
         raise UserError(str(exc)) from None
     out.print(report.render(), markup=False, highlight=False)

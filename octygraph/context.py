@@ -37,7 +37,7 @@ class Context:
     """
 
     project: str | None = None
-    """Project id; defaults to $OCTYBOT_PROJECT or the working folder's name."""
+    """Project id; defaults to $OCTYBOT_PROJECT, else the git root's or the working folder's name."""
     store: MemoryStore | None = None
     settings: Settings | None = None
     l1_model: BaseChatModel | None = None

@@ -105,7 +105,8 @@ _R, _S, _C = "request", "service", "client"
 TABLE: tuple[Setting, ...] = (
     # Where memory lives
     Setting("OCTYBOT_HOME", None, text, _R, "data folder (default ~/.octybot)"),
-    Setting("OCTYBOT_PROJECT", None, text, _R, "project id (default: the working folder's name)"),
+    Setting("OCTYBOT_PROJECT", None, text, _R, "project id (default: the git root's folder name)"),
+    Setting("CLAUDE_PROJECT_DIR", None, text, _R, "project folder Claude Code names for the hooks"),
     Setting("DB_PATH", None, text, _R, "database file instead of the project's memory.db"),
     # Thinking with an LLM
     Setting("OPENROUTER_API_KEY", None, text, _R, "OpenRouter key", secret=True, dotenv=True),

@@ -144,6 +144,28 @@ def sanitize_project_id(raw: str) -> str:
     return cleaned[:100]
 
 
+def git_root(folder: Path) -> Path | None:
+    """The nearest folder at or above `folder` holding `.git` (a folder, or a worktree's file)."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def default_project_id(env: Mapping[str, str], cwd: Path) -> str:
+    """The project id when none is pinned: the git root's folder name, else the folder's own name.
+
+    The folder is `$CLAUDE_PROJECT_DIR` when Claude Code set it (a hook's working folder follows `cd`),
+    else `cwd`; taking its git root makes every subfolder of a repository one project.
+    """
+    folder = cwd
+    claude_dir = env.get("CLAUDE_PROJECT_DIR")
+    if claude_dir and os.path.isabs(claude_dir) and os.path.isdir(claude_dir):
+        folder = Path(claude_dir)
+    root = git_root(folder) or folder
+    return root.name
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything octygraph reads from the environment, resolved once."""
@@ -193,7 +215,7 @@ class Settings:
             return SecretStr(raw) if raw else None
 
         home = Path(env.get("OCTYBOT_HOME") or Path.home() / ".octybot").expanduser()
-        pid = project_id or env.get("OCTYBOT_PROJECT") or cwd.name
+        pid = project_id or env.get("OCTYBOT_PROJECT") or default_project_id(env, cwd)
         db_override = env.get("DB_PATH")
         embeddings = _parsed(env, "OCTY_EMBEDDINGS")
         return cls(

@@ -19,6 +19,7 @@ from octygraph.claude.install import (
     InstallError,
     command_prefix,
     install,
+    quote_for_sh,
     uninstall,
 )
 from octygraph.settings import Settings
@@ -87,7 +88,8 @@ def test_install_merges_keeps_other_settings_and_is_idempotent(tmp_path: Path, e
     ours_prompt = merged["hooks"]["UserPromptSubmit"][1]["hooks"][0]
     ours_stop = merged["hooks"]["Stop"][1]["hooks"][0]
     assert ours_prompt["timeout"] == 20 and ours_prompt["statusMessage"]
-    assert ours_stop["async"] is True
+    # Synchronous: an async hook is killed when `claude -p` exits; this one hands off and returns.
+    assert "async" not in ours_stop and ours_stop["timeout"] == 10
     quoted = '"' + str(exe).replace("$", "\\$") + '"'  # `$` escaped inside sh double quotes
     assert ours_prompt["command"] == f"OCTYBOT_PROJECT=my-proj {quoted} hook prompt"
 
@@ -191,13 +193,33 @@ def test_slash_command_file_runs_and_preapproves_itself(tmp_path: Path, exe: Pat
     assert f"Bash({prefix} *)" in front["allowed-tools"]
     body = match.group(2)
     assert "verbatim" in body
-    bang = re.search(r"^!`(.*)`$", body, re.M)
-    assert bang and bang.group(1) == f"{prefix} $ARGUMENTS 2>&1 || true"
+    block = re.search(r"^```!\n(.*?)^```$", body, re.M | re.S)
+    assert block, body
+    script = block.group(1)
+    assert script.startswith(f"{prefix} slash <<'")
+    assert "$ARGUMENTS" in script
 
-    for args, expected in (("memory list", "memory list"), ("dev-mode", "dev-mode")):
-        line = bang.group(1).replace("$ARGUMENTS", args)
-        out = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=10)
-        assert out.stdout.strip() == f"project=my-proj args={expected}"
+    # A stand-in that shows its arguments and what it reads on stdin.
+    echo = tmp_path / "echo-octygraph"
+    echo.write_text('#!/bin/sh\necho "project=$OCTYBOT_PROJECT args=$*"\ncat\n')
+    echo.chmod(0o755)
+    script = script.replace(quote_for_sh(str(exe)), quote_for_sh(str(echo)))
+    typed = (
+        "search Peter's account",
+        'search "Peter account" $HOME `id` ; echo injected',
+        "memory list",
+        "",
+    )
+    for args in typed:
+        # What Claude Code does: paste the typed text in place of $ARGUMENTS, then run it with sh.
+        out = subprocess.run(
+            ["sh", "-c", script.replace("$ARGUMENTS", args)],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == f"project=my-proj args=slash\n{args}\n"
 
 
 def test_seeds_database_from_small_baseline_profile(tmp_path: Path, exe: Path) -> None:
@@ -300,3 +322,124 @@ def test_uninstall_without_record_removes_hooks_by_shape(tmp_path: Path, exe: Pa
     assert report.changed
     assert json.loads(settings_file.read_text()) == ORIGINAL_SETTINGS
     assert not (project / ".claude" / "commands" / COMMAND_NAME).exists()
+
+
+# --- project id and --scope user -------------------------------------------------------------------
+
+
+def test_default_project_id_is_the_git_root_or_claude_project_dir(tmp_path: Path) -> None:
+    from octygraph.settings import default_project_id
+
+    repo = tmp_path / "shop-repo"
+    sub = repo / "services" / "billing"
+    sub.mkdir(parents=True)
+    (repo / ".git").mkdir()
+    plain = tmp_path / "notes"
+    plain.mkdir()
+    worktree = tmp_path / "shop-wt"
+    (worktree / "src").mkdir(parents=True)
+    (worktree / ".git").write_text("gitdir: elsewhere\n")  # a worktree's .git is a file
+
+    assert default_project_id({}, sub) == "shop-repo"
+    assert default_project_id({}, repo) == "shop-repo"
+    assert default_project_id({}, plain) == "notes"
+    assert default_project_id({}, worktree / "src") == "shop-wt"
+    # Claude Code's project folder wins over a hook's working folder (which follows `cd`).
+    assert default_project_id({"CLAUDE_PROJECT_DIR": str(sub)}, plain) == "shop-repo"
+    assert default_project_id({"CLAUDE_PROJECT_DIR": str(plain)}, sub) == "notes"
+    # A relative or missing folder is ignored.
+    assert default_project_id({"CLAUDE_PROJECT_DIR": "relative/dir"}, plain) == "notes"
+    assert default_project_id({"CLAUDE_PROJECT_DIR": str(tmp_path / "gone")}, sub) == "shop-repo"
+
+    home = {"OCTYBOT_HOME": str(tmp_path / "home")}
+    assert Settings.from_env(env=home, cwd=sub).project_id == "shop-repo"
+    pinned = {**home, "OCTYBOT_PROJECT": "pinned", "CLAUDE_PROJECT_DIR": str(plain)}
+    assert Settings.from_env(env=pinned, cwd=sub).project_id == "pinned"
+
+
+def test_a_subfolder_of_a_repository_shares_its_memory(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    repo = tmp_path / "shop"
+    (repo / "web" / "src").mkdir(parents=True)
+    (repo / ".git").mkdir()
+    env = {"OCTYBOT_HOME": str(tmp_path / "home")}
+    added = run_cli("memory", "add", "Maria owns the billing service.", env=env, cwd=repo / "web")
+    assert added.returncode == 0, added.stderr
+    found = run_cli("search", "billing", "--json", env=env, cwd=repo / "web" / "src")
+    assert found.returncode == 0, found.stderr
+    assert [h["content"] for h in json.loads(found.stdout)] == ["Maria owns the billing service."]
+    assert (tmp_path / "home" / "projects" / "shop" / "memory" / "memory.db").is_file()
+
+
+def test_user_scope_install_pins_no_project_and_uninstalls_cleanly(
+    tmp_path: Path, exe: Path
+) -> None:
+    claude_dir = tmp_path / "userhome" / ".claude"
+    settings_file = claude_dir / "settings.json"
+    original = {
+        "model": "sonnet",
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]},
+    }
+    write_json(settings_file, original)
+    settings = make_settings(tmp_path, tmp_path)
+
+    report = install(claude_dir, settings, str(exe), user_scope=True)
+
+    assert report.project_id is None and "all your projects" in report.render()
+    data = json.loads(settings_file.read_text())
+    assert data["model"] == "sonnet"
+    prompt_commands = commands_of(data["hooks"]["UserPromptSubmit"])
+    assert prompt_commands == [f"{quote_for_sh(str(exe))} hook prompt"]
+    assert commands_of(data["hooks"]["Stop"]) == ["x", f"{quote_for_sh(str(exe))} hook stop"]
+    command_text = (claude_dir / "commands" / COMMAND_NAME).read_text()
+    assert (
+        "OCTYBOT_PROJECT" not in command_text and "OCTYBOT_PROJECT" not in settings_file.read_text()
+    )
+    # No project folders: each project gets its own on its first prompt.
+    assert not (tmp_path / "home").exists()
+    assert not install(claude_dir, settings, str(exe), user_scope=True).changed
+
+    removed = uninstall(claude_dir, settings, user_scope=True)
+
+    assert removed.changed
+    assert json.loads(settings_file.read_text()) == original
+    assert not (claude_dir / "commands").exists()
+    assert not (claude_dir / RECORD_NAME).exists()
+    assert claude_dir.is_dir()  # the user's Claude folder itself is never removed
+
+
+def test_uninstall_without_a_record_finds_user_scope_hooks(tmp_path: Path, exe: Path) -> None:
+    claude_dir = tmp_path / ".claude"
+    original = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x hook stop"}]}]}}
+    write_json(claude_dir / "settings.json", original)
+    settings = make_settings(tmp_path, tmp_path)
+    install(claude_dir, settings, str(exe), user_scope=True)
+    (claude_dir / RECORD_NAME).unlink()
+
+    uninstall(claude_dir, settings, user_scope=True)
+
+    # Ours are found by their shape (no OCTYBOT_PROJECT= prefix); someone else's look-alike stays.
+    assert json.loads((claude_dir / "settings.json").read_text()) == original
+
+
+def test_cli_install_scope_user_writes_the_user_settings(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    home = tmp_path / "userhome"
+    home.mkdir()
+    env = {"HOME": str(home), "OCTYBOT_HOME": str(tmp_path / "octy"), "CLAUDE_CONFIG_DIR": ""}
+    done = run_cli("install", "--scope", "user", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    hooks = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]
+    assert set(hooks) == {"UserPromptSubmit", "Stop", "SessionStart"}
+    assert all("OCTYBOT_PROJECT" not in c for g in hooks.values() for c in commands_of(g))
+
+    both = run_cli("install", str(tmp_path), "--scope", "user", env=env, cwd=tmp_path)
+    assert both.returncode == 1 and "no folder" in both.stderr
+    neither = run_cli("install", env=env, cwd=tmp_path)
+    assert neither.returncode == 1 and "--scope user" in neither.stderr
+
+    gone = run_cli("uninstall", "--scope", "user", env=env, cwd=tmp_path)
+    assert gone.returncode == 0, gone.stderr
+    assert not (home / ".claude" / "settings.json").exists()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import cli_json, run_cli
 
 
@@ -87,3 +89,42 @@ def test_reindex_and_help(home: Path) -> None:
     ):
         shown = run_cli(*args)
         assert shown.returncode == 0 and "Usage" in shown.stdout
+
+
+# --- /octybot: the slash command's entry point ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("typed", "words"),
+    [
+        ("search Peter's account", ["search", "Peter's", "account"]),
+        ('search "Anderson account" -n 3', ["search", "Anderson account", "-n", "3"]),
+        ("  memory   list \n", ["memory", "list"]),
+        ("", []),
+    ],
+)
+def test_split_slash_arguments(typed: str, words: list[str]) -> None:
+    from octygraph.cli import split_slash_arguments
+
+    assert split_slash_arguments(typed) == words
+
+
+def test_slash_runs_quoted_and_multi_word_searches(home: Path) -> None:
+    added = run_cli("memory", "add", "Peter handles the Anderson account.")
+    assert added.returncode == 0, added.stderr
+    typed_searches = (
+        "search Peter's account",
+        'search "Anderson account"',
+        "search who handles it",
+    )
+    for typed in typed_searches:
+        result = run_cli("slash", input=typed + " --json\n")
+        assert result.returncode == 0, result.stderr
+        contents = [hit["content"] for hit in json.loads(result.stdout)]
+        assert contents[:1] == ["Peter handles the Anderson account."], (typed, result.stdout)
+    table = run_cli("slash", input="search Peter's account\n")
+    assert table.returncode == 0 and "Anderson" in table.stdout, table.stdout
+    # A mistake is shown on stdout (what the slash command displays), and still exits 0.
+    wrong = run_cli("slash", input="no-such-command Peter's\n")
+    assert wrong.returncode == 0
+    assert "no-such-command" in wrong.stdout

@@ -290,13 +290,18 @@ def test_two_processes_write_concurrently_without_loss(
         )
 
 
-def test_vector_cache_matches_sqlite_vec_and_stays_fresh(tmp_path: Path, embedder: LocalEmbeddings) -> None:
+def test_vector_cache_matches_sqlite_vec_and_stays_fresh(
+    tmp_path: Path, embedder: LocalEmbeddings
+) -> None:
     path = tmp_path / "cached.db"
     plain = MemoryStore.open(path, embedder)
     cached = MemoryStore.open(path, embedder)
     cached.enable_vector_cache()
     try:
-        plain.add_nodes([NewNode("fact", doc) for doc, _ in PARAPHRASES] + [NewNode("fact", d) for d in DISTRACTORS])
+        plain.add_nodes(
+            [NewNode("fact", doc) for doc, _ in PARAPHRASES]
+            + [NewNode("fact", d) for d in DISTRACTORS]
+        )
 
         def same(query: str, **kw: object) -> list[str]:
             a = [(h.node.id, round(h.cosine, 4)) for h in plain.search(query, **kw)]  # type: ignore[arg-type]

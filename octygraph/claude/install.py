@@ -1,9 +1,16 @@
-"""Install octygraph into a project for Claude Code, and take it out again.
+"""Install octygraph into a project (or for every project of the user) for Claude Code, and take it out.
 
-`install` merges two hooks into `TARGET/.claude/settings.json` (UserPromptSubmit runs the pipeline, Stop
-does post-response work in the background), writes the `/octybot` slash command, creates the project's
-data folders and seeds its database. What it added is recorded in `TARGET/.claude/.octygraph-install.json`
-so `uninstall` removes exactly that and nothing else. Installing twice changes nothing.
+`install` merges the hooks into `TARGET/.claude/settings.json` (UserPromptSubmit runs the pipeline, Stop
+does post-response work, SessionStart notes compactions), writes the `/octybot` slash command, creates
+the project's data folders and seeds its database. What it added is recorded in
+`TARGET/.claude/.octygraph-install.json` so `uninstall` removes exactly that and nothing else. Installing
+twice changes nothing.
+
+With `user_scope=True` the same goes into the user's Claude folder (`~/.claude`, or
+`$CLAUDE_CONFIG_DIR`), so the hooks run in every project; their commands pin no project id, so it comes
+from `CLAUDE_PROJECT_DIR` or the git root of the working folder (see `octygraph.settings`). The Claude
+Code plugin in the repository (`plugin/hooks/hooks.json`, `plugin/commands/octybot.md`) holds the same
+commands, made by `plugin_files`.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import re
 import shlex
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,11 +33,12 @@ RECORD_NAME = ".octygraph-install.json"
 COMMAND_NAME = "octybot.md"
 RECORD_VERSION = 1
 PROMPT_TIMEOUT_S = 20  # Claude Code's own limit is 30 s; the pipeline budgets itself below this.
-STOP_TIMEOUT_S = 120
+STOP_TIMEOUT_S = 10  # the hook hands its payload to the service (or a spool file) and returns
 SESSION_START_TIMEOUT_S = 10
 PROMPT_STATUS = "octybot: recalling memories"
 BASELINE_PROFILE = "small-baseline.db"
 COMMAND_MARKER = "managed by octygraph"
+ARGS_DELIMITER = "OCTYBOT_ARGUMENTS"
 EVENTS = ("UserPromptSubmit", "Stop", "SessionStart")
 
 
@@ -42,7 +51,7 @@ class InstallReport:
     """What `install` did, and what the user may still want to do."""
 
     target_dir: Path
-    project_id: str
+    project_id: str | None  # None: user scope, the project follows the working folder
     settings_file: Path
     command_file: Path
     record_file: Path
@@ -57,7 +66,13 @@ class InstallReport:
 
     def render(self) -> str:
         """Plain text for the terminal."""
-        lines = [f"octygraph installed into {self.target_dir} (project id: {self.project_id})."]
+        if self.project_id is None:
+            lines = [
+                f"octygraph installed for all your projects ({self.settings_file}); each project's "
+                "memory is named after its git root folder (or the folder Claude Code runs in)."
+            ]
+        else:
+            lines = [f"octygraph installed into {self.target_dir} (project id: {self.project_id})."]
         lines += [f"  - {action}" for action in self.actions]
         lines += [f"  ! {warning}" for warning in self.warnings]
         if self.reminders:
@@ -98,12 +113,27 @@ def quote_for_sh(path: str) -> str:
     return '"' + re.sub(r'([\\"$`])', r"\\\1", path) + '"'
 
 
-def command_prefix(executable: str, project_id: str) -> str:
-    """`OCTYBOT_PROJECT=<id> "<exe>"`: the start of every command install writes."""
-    return f"OCTYBOT_PROJECT={shlex.quote(project_id)} {quote_for_sh(executable)}"
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
-def hook_commands(executable: str, project_id: str) -> dict[str, str]:
+def shell_word(executable: str) -> str:
+    """The executable as one `sh` word: a bare name looked up on PATH as it is (`octygraph`, the
+    plugin), a path double-quoted (what `install` writes)."""
+    return executable if _PLAIN_NAME.fullmatch(executable) else quote_for_sh(executable)
+
+
+def command_prefix(executable: str, project_id: str | None) -> str:
+    """`OCTYBOT_PROJECT=<id> "<exe>"`: the start of every command install writes.
+
+    Without a project id (user scope, the plugin) the command is the executable alone, and octygraph
+    works out the project from where Claude Code runs it.
+    """
+    if project_id is None:
+        return shell_word(executable)
+    return f"OCTYBOT_PROJECT={shlex.quote(project_id)} {shell_word(executable)}"
+
+
+def hook_commands(executable: str, project_id: str | None) -> dict[str, str]:
     """The shell command of each hook, by event name."""
     prefix = command_prefix(executable, project_id)
     return {
@@ -125,8 +155,9 @@ def hook_handler(event: str, command: str) -> dict[str, Any]:
         }
     if event == "SessionStart":
         return {"type": "command", "command": command, "timeout": SESSION_START_TIMEOUT_S}
-    # Stop work (storing, usage reports) must never hold the UI.
-    return {"type": "command", "command": command, "async": True, "timeout": STOP_TIMEOUT_S}
+    # Synchronous on purpose: the hook only hands the report to the service and returns within a
+    # second, and an `async` hook is killed when a `claude -p` run exits, losing what it would store.
+    return {"type": "command", "command": command, "timeout": STOP_TIMEOUT_S}
 
 
 _YAML_UNSAFE_START = tuple("-?:,[]{}#&*!|>'\"%@`")
@@ -146,14 +177,16 @@ def _yaml_value(value: str) -> str:
     return value if plain_ok else "'" + value.replace("'", "''") + "'"
 
 
-def command_file_text(executable: str, project_id: str) -> str:
+def command_file_text(executable: str, project_id: str | None) -> str:
     """The `.claude/commands/octybot.md` slash command: runs octygraph with the typed arguments."""
     prefix = command_prefix(executable, project_id)
-    exe = quote_for_sh(executable)
+    exe = shell_word(executable)
     # Claude Code never prompts for `!` commands: anything not pre-approved aborts the command.
-    allowed = f"Bash({prefix} *), Bash({exe} *), Bash(true)"
-    description = f"Octybot long-term memory, {COMMAND_MARKER} (memory, dev-mode, verbose-mode)"
-    hint = "memory help|list|active|load <profile>|unload|freeze ... | dev-mode | verbose-mode"
+    allowed = f"Bash({prefix} *)" if prefix == exe else f"Bash({prefix} *), Bash({exe} *)"
+    description = (
+        f"Octybot long-term memory, {COMMAND_MARKER} (search, memory, dev-mode, verbose-mode)"
+    )
+    hint = "search <words> | memory help|list|active|load <profile>|unload|freeze ... | dev-mode"
     return (
         "---\n"
         f"description: {_yaml_value(description)}\n"
@@ -161,11 +194,66 @@ def command_file_text(executable: str, project_id: str) -> str:
         f"allowed-tools: {_yaml_value(allowed)}\n"
         "disable-model-invocation: true\n"
         "---\n"
-        f"!`{prefix} $ARGUMENTS 2>&1 || true`\n"
+        # The typed arguments go through a here-document with a quoted delimiter, so quotes, `$` and
+        # backquotes in them reach octygraph untouched instead of breaking the shell (`Peter's`).
+        # No `|| true` or `2>&1`: Claude Code refuses to run a here-document followed by more shell
+        # syntax, and `slash` prints its errors on stdout and always exits 0 by itself.
+        "```!\n"
+        f"{prefix} slash <<'{ARGS_DELIMITER}'\n"
+        "$ARGUMENTS\n"
+        f"{ARGS_DELIMITER}\n"
+        "```\n"
         "\n"
         "Show the output above to the user verbatim, in a code block. Do not run other commands or "
         "take any further action unless the user asks.\n"
     )
+
+
+PLUGIN_EXECUTABLE = "octygraph"
+PLUGIN_HOOKS_FILE = Path("hooks") / "hooks.json"
+PLUGIN_COMMAND_FILE = Path("commands") / COMMAND_NAME
+
+
+def plugin_files() -> dict[Path, str]:
+    """The Claude Code plugin's hook and command files (path in the plugin folder -> text).
+
+    The plugin runs `octygraph` from PATH (installed once with pipx or uv tool) and pins no project,
+    like a user-scope install. `tests/test_plugin.py` checks the files in the repository match.
+    """
+    hooks = {
+        event: [{"hooks": [hook_handler(event, command)]}]
+        for event, command in hook_commands(PLUGIN_EXECUTABLE, None).items()
+    }
+    hooks_json = {
+        "description": "octygraph long-term memory: recall on each prompt, store after each answer.",
+        "hooks": hooks,
+    }
+    return {
+        PLUGIN_HOOKS_FILE: json.dumps(hooks_json, indent=2) + "\n",
+        PLUGIN_COMMAND_FILE: command_file_text(PLUGIN_EXECUTABLE, None),
+    }
+
+
+def write_plugin_files(root: Path) -> list[Path]:
+    """Write `plugin_files()` under `root` (the plugin folder); returns the files that changed."""
+    changed = []
+    for relative, text in plugin_files().items():
+        path = Path(root) / relative
+        try:
+            if path.read_text(encoding="utf-8") == text:
+                continue
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        changed.append(path)
+    return changed
+
+
+def user_claude_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The user's Claude Code folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
+    env = os.environ if env is None else env
+    configured = env.get("CLAUDE_CONFIG_DIR")
+    return Path(configured).expanduser() if configured else Path.home() / ".claude"
 
 
 # --- files ----------------------------------------------------------------------------------------
@@ -363,7 +451,16 @@ def _seed_database(paths: ProjectPaths) -> bool:
     return True
 
 
-def _reminders(target: Path, project_id: str, home: Path) -> list[str]:
+def _reminders(target: Path, project_id: str | None, home: Path) -> list[str]:
+    if project_id is None:
+        return [
+            "Optional: put OPENROUTER_API_KEY (LLM) and VOYAGE_API_KEY (embeddings) in your "
+            "environment; without any key octygraph works offline with a local embedding model.",
+            "The project id of a session is the name of its git root folder (or of the folder "
+            "Claude Code runs in); run octygraph by hand from the same folder, or set "
+            "OCTYBOT_PROJECT.",
+            "Open Claude Code in any project and check the hooks with /hooks.",
+        ]
     return [
         "Optional: put OPENROUTER_API_KEY (LLM) and VOYAGE_API_KEY (embeddings) in "
         f"{target / '.env'}; without any key octygraph works offline with a local embedding model.",
@@ -376,13 +473,18 @@ def _reminders(target: Path, project_id: str, home: Path) -> list[str]:
     ]
 
 
-def install(target_dir: Path, settings: Settings, executable: str) -> InstallReport:
+def install(
+    target_dir: Path, settings: Settings, executable: str, *, user_scope: bool = False
+) -> InstallReport:
     """Install the hooks, the `/octybot` command and the data folders for one project.
 
     Args:
-        target_dir: The project folder Claude Code is opened in.
-        settings: Resolved settings; `settings.project_id` is pinned into the hook commands.
+        target_dir: The project folder Claude Code is opened in; with `user_scope`, the user's Claude
+            folder itself (`user_claude_dir()`), created when missing.
+        settings: Resolved settings; `settings.project_id` is pinned into the hook commands (not with
+            `user_scope`).
         executable: Absolute path of the `octygraph` console script to run from the hooks.
+        user_scope: Install for every project: no project id pinned, no project folders created.
 
     Returns:
         What was done, warnings, and the post-install reminders.
@@ -392,14 +494,16 @@ def install(target_dir: Path, settings: Settings, executable: str) -> InstallRep
             (nothing is changed then).
     """
     target = Path(target_dir).expanduser()
+    if user_scope:
+        target.mkdir(parents=True, exist_ok=True)
     if not target.is_dir():
         raise InstallError(f"{target} is not a folder; create it or pass the project folder.")
     target = target.resolve()
     exe = _absolute_executable(executable)
-    project_id = settings.project_id
+    project_id = None if user_scope else settings.project_id
     paths = settings.paths
 
-    claude_dir = target / ".claude"
+    claude_dir = target if user_scope else target / ".claude"
     settings_file = claude_dir / "settings.json"
     commands_dir = claude_dir / "commands"
     command_file = commands_dir / COMMAND_NAME
@@ -489,6 +593,12 @@ def install(target_dir: Path, settings: Settings, executable: str) -> InstallRep
         report.changed = True
         report.actions.append(f"Wrote the /octybot slash command to {command_file}.")
 
+    if user_scope:
+        # Each project's folders and database are made by its first hook run.
+        if not report.changed and not report.actions:
+            report.actions.append("Already installed; nothing changed.")
+        return report
+
     # Data folders and the starting database.
     existed = paths.memory_dir.is_dir()
     paths.ensure()
@@ -507,7 +617,9 @@ def install(target_dir: Path, settings: Settings, executable: str) -> InstallRep
 
 # --- uninstall ------------------------------------------------------------------------------------
 
-_OUR_HOOK = re.compile(r'^OCTYBOT_PROJECT=\S+ (?:"[^"]*"|\S+) hook (?:prompt|stop|session-start)$')
+_OUR_HOOK = re.compile(
+    r'^(?:OCTYBOT_PROJECT=\S+ )?(?:"[^"]*octygraph"|\S*octygraph) hook (?:prompt|stop|session-start)$'
+)
 
 
 def _guess_record(settings_data: dict[str, Any] | None, command_file: Path) -> dict[str, Any]:
@@ -545,11 +657,12 @@ def _rmdir_if_empty(folder: Path) -> bool:
         return False
 
 
-def uninstall(target_dir: Path, settings: Settings) -> UninstallReport:
+def uninstall(target_dir: Path, settings: Settings, *, user_scope: bool = False) -> UninstallReport:
     """Remove what `install` added to a project, restoring settings.json; memory data is kept.
 
     Args:
-        target_dir: The project folder given to `install`.
+        target_dir: The project folder given to `install` (with `user_scope`, the user's Claude
+            folder).
         settings: Resolved settings (used to name the memory folder that is kept).
 
     Returns:
@@ -563,7 +676,7 @@ def uninstall(target_dir: Path, settings: Settings) -> UninstallReport:
     if not target.is_dir():
         raise InstallError(f"{target} is not a folder; pass the project folder you installed into.")
     target = target.resolve()
-    claude_dir = target / ".claude"
+    claude_dir = target if user_scope else target / ".claude"
     settings_file = claude_dir / "settings.json"
     commands_dir = claude_dir / "commands"
     command_file = commands_dir / COMMAND_NAME
