@@ -552,3 +552,22 @@ def test_questions_about_where_or_what_to_do_search_the_instructions() -> None:
     plain = "Who handles Anderson?"
     c = classify(plain, known_entities={"Anderson": "account"}, today=TODAY)
     assert all(tool != "search_processes" for tool, _ in steps(plan_retrieval(plain, c)))
+
+
+@pytest.mark.parametrize(
+    ("prompt", "gate_kind", "node_type"),
+    [
+        # Tense and mood decide over the gate's kind: a plan told in the past happened ...
+        ("The search reindex job finished last night and took 3 hours.", "plan", "event"),
+        ("We will move the payments service to the new cluster on Friday.", "plan", "plan"),
+        # ... and a kept imperative tells how to work, whatever fact it mentions.
+        ("For Harbor Logistics, invoice quarterly instead of monthly.", "fact", "instruction"),
+        ("Peter handles the Anderson account.", "fact", "fact"),
+    ],
+)
+def test_tense_and_mood_pick_the_node_type(prompt: str, gate_kind: str, node_type: str) -> None:
+    judged = [replace(v, kind=gate_kind) for v in all_kept(prompt)]
+    [item] = filter_storage(prompt, classify(prompt, today=TODAY), TODAY, judged=judged).items
+    assert item.type == node_type
+    if node_type in ("plan", "event"):
+        assert item.valid_from is not None  # dated: last night, Friday

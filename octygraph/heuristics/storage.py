@@ -350,16 +350,22 @@ def _item(
     lasting = not s.past or (s.correction and s.date is None)
     if kind == "decision" and instruction is not None and lasting:
         node_type = "instruction"
+    # A kept sentence in the imperative ("for Harbor, invoice quarterly") tells how to work, not a fact.
+    if kind == "fact" and instruction is not None and s.imperative and not s.past:
+        node_type = "instruction"
     # An undated "now X instead of Y" replaces a standing rule; it is not a plan, whatever its tense.
     if kind == "plan" and instruction is not None and s.correction and s.date is None:
         node_type = "instruction"
+    # A plan lies ahead; told in the past tense ("finished last night"), it is something that happened.
+    if node_type == "plan" and s.past and not s.correction:
+        node_type = "event"
     scope: float | None = None
     subtype: str | None
     if node_type == "instruction":
         subtype = instruction.subtype if instruction is not None else "rule"
         scope = instruction.scope if instruction is not None else instruction_scope(s)
-    elif node_type == "plan":
-        subtype = _item_subtype("plan", s)
+    elif node_type in ("plan", "event"):
+        subtype = _item_subtype(node_type, s)
     elif not lasting and (
         kind == "decision" or s.correction or _EVENT_SUBTYPES[1][1].search(s.low)
     ):
