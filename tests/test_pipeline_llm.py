@@ -157,6 +157,26 @@ def test_retrieve_path_with_tools_and_curation(home: Path, store: MemoryStore) -
         assert usage[layer]["calls"] >= 1 and usage[layer]["input_tokens"] > 0
 
 
+def test_curation_in_prose_keeps_the_assembled_records(home: Path, store: MemoryStore) -> None:
+    anderson = store.add_node("entity", "Anderson", subtype="account")
+    store.add_node("fact", "Peter handles the Anderson account", entity_ids=[anderson.id])
+    brain = Brain(
+        classify=ASK,
+        plan=RetrievalPlan(
+            complexity="ENTITY_LOOKUP",
+            steps=[SearchStep(tool="search_entity", args={"name": "Anderson"})],
+        ),
+        filter=StorageDecision(store=False),
+        instructions=InstructionList(),
+        retrieve=retrieve_agent,
+        curate="Sure! The relevant record is about Peter, who looks after that account.",
+    )
+    result = run(store, "Who handles Anderson?", scripted(brain))
+    assert "curate" in brain.seen
+    assert "Peter handles the Anderson account" in result["context"]
+    assert any("matched no record" in note for note in trace_of(result).get("notes", []))
+
+
 def store_agent(messages: list[BaseMessage]) -> AIMessage:
     last = _last_tool(messages)
     if last is None:
