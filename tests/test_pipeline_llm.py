@@ -30,7 +30,7 @@ from octygraph.runner import RunOptions, make_context, run_prompt
 from octygraph.settings import Settings
 from octygraph.store import MemoryStore
 from tests.fakes import ParseFailure, ScriptedChatModel, tool_calls_message
-from tests.llm_server import openai_server, text_reply, tool_reply
+from tests.llm_server import error_reply, openai_server, text_reply, tool_reply
 
 
 def _system(messages: list[BaseMessage]) -> str:
@@ -401,3 +401,25 @@ def test_real_chatopenai_client_against_loopback_server(
     )
     trace_text = (settings.paths.debug_dir / f"{result['trace_id']}.json").read_text()
     assert "sk-test-loopback-key-123" not in trace_text
+
+
+def test_server_errors_on_every_call_keep_the_memory_and_report_offline(
+    home: Path, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.add_node("fact", "Peter handles the Anderson account")
+    with openai_server(itertools.repeat(error_reply(500))) as server:
+        monkeypatch.setenv("OCTY_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("OCTY_LLM_API_KEY", "sk-test-loopback-key-123")
+        settings = Settings.from_env()
+        ctx = make_context(settings, store)
+        assert ctx.l1_model is not None
+        started = time.monotonic()
+        result = asyncio.run(
+            run_prompt("Who handles Anderson?", settings, store, RunOptions(), context=ctx)
+        )
+        elapsed = time.monotonic() - started
+    assert server.requests  # the model was really asked
+    assert result["mode"] == "offline", result["usage"]  # ... and never answered
+    assert "Peter handles the Anderson account" in result["context"]
+    assert any("HTTP 500" in note for note in trace_of(result)["notes"])
+    assert elapsed < 12
