@@ -82,7 +82,14 @@ def make_context(
 
 
 def _mode(ctx: Context, settings: Settings) -> str:
-    return "offline" if ctx.offline else settings.layer2_model
+    """The model that answered, or `offline`: a configured model that never answered did not run."""
+    if ctx.offline:
+        return "offline"
+    if ctx.usage is not None:
+        answered = [k for k in ctx.usage.to_dict() if k not in ("embeddings", "total")]
+        if not answered:  # every LLM call failed: the offline path made this context
+            return "offline"
+    return settings.layer2_model
 
 
 def result_json(

@@ -232,6 +232,36 @@ async def test_rate_limit_is_retried_with_a_doubled_delay(tmp_path: Path) -> Non
     assert elapsed >= 2 * BASE  # the delay was really waited
 
 
+@pytest.mark.anyio
+async def test_retry_after_is_honoured(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, OPENROUTER_API_KEY="sk")
+    script = [error_reply(429, "slow down", **{"Retry-After": "0.3"}), text_reply("after the wait")]
+    with openai_server(script) as server:
+        model = model_for(settings, {"OCTY_OPENROUTER_BASE_URL": server.base_url})
+        start = time.perf_counter()
+        reply = await model.ainvoke("one")
+        elapsed = time.perf_counter() - start
+    assert reply.content == "after the wait"
+    (attempt,) = reply.response_metadata["octy_attempts"]
+    assert attempt["retry_after_s"] == pytest.approx(0.3) and attempt["delay_s"] == pytest.approx(
+        0.3
+    )
+    assert elapsed >= 0.3  # the server's wait, not the 2 * BASE backoff
+
+
+@pytest.mark.anyio
+async def test_retry_after_longer_than_a_prompt_can_wait_gives_up_at_once(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, OPENROUTER_API_KEY="sk")
+    script = [error_reply(429, "come back later", **{"Retry-After": "120"}), text_reply("late")]
+    with openai_server(script) as server:
+        model = model_for(settings, {"OCTY_OPENROUTER_BASE_URL": server.base_url})
+        start = time.perf_counter()
+        with pytest.raises(LLMUnavailable, match="429"):
+            await model.ainvoke("one")
+        elapsed = time.perf_counter() - start
+    assert len(server.requests) == 1 and elapsed < 5
+
+
 def test_sync_invoke_retries_too(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, OPENROUTER_API_KEY="sk")
     with openai_server([error_reply(503), empty_reply(), text_reply("third time")]) as server:

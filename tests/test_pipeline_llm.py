@@ -30,7 +30,7 @@ from octygraph.runner import RunOptions, make_context, run_prompt
 from octygraph.settings import Settings
 from octygraph.store import MemoryStore
 from tests.fakes import ParseFailure, ScriptedChatModel, tool_calls_message
-from tests.llm_server import openai_server, text_reply, tool_reply
+from tests.llm_server import error_reply, openai_server, text_reply, tool_reply
 
 
 def _system(messages: list[BaseMessage]) -> str:
@@ -155,6 +155,26 @@ def test_retrieve_path_with_tools_and_curation(home: Path, store: MemoryStore) -
     usage = result["usage"]
     for layer in ("l1", "l2", "curation"):
         assert usage[layer]["calls"] >= 1 and usage[layer]["input_tokens"] > 0
+
+
+def test_curation_in_prose_keeps_the_assembled_records(home: Path, store: MemoryStore) -> None:
+    anderson = store.add_node("entity", "Anderson", subtype="account")
+    store.add_node("fact", "Peter handles the Anderson account", entity_ids=[anderson.id])
+    brain = Brain(
+        classify=ASK,
+        plan=RetrievalPlan(
+            complexity="ENTITY_LOOKUP",
+            steps=[SearchStep(tool="search_entity", args={"name": "Anderson"})],
+        ),
+        filter=StorageDecision(store=False),
+        instructions=InstructionList(),
+        retrieve=retrieve_agent,
+        curate="Sure! The relevant record is about Peter, who looks after that account.",
+    )
+    result = run(store, "Who handles Anderson?", scripted(brain))
+    assert "curate" in brain.seen
+    assert "Peter handles the Anderson account" in result["context"]
+    assert any("matched no record" in note for note in trace_of(result).get("notes", []))
 
 
 def store_agent(messages: list[BaseMessage]) -> AIMessage:
@@ -381,3 +401,25 @@ def test_real_chatopenai_client_against_loopback_server(
     )
     trace_text = (settings.paths.debug_dir / f"{result['trace_id']}.json").read_text()
     assert "sk-test-loopback-key-123" not in trace_text
+
+
+def test_server_errors_on_every_call_keep_the_memory_and_report_offline(
+    home: Path, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.add_node("fact", "Peter handles the Anderson account")
+    with openai_server(itertools.repeat(error_reply(500))) as server:
+        monkeypatch.setenv("OCTY_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("OCTY_LLM_API_KEY", "sk-test-loopback-key-123")
+        settings = Settings.from_env()
+        ctx = make_context(settings, store)
+        assert ctx.l1_model is not None
+        started = time.monotonic()
+        result = asyncio.run(
+            run_prompt("Who handles Anderson?", settings, store, RunOptions(), context=ctx)
+        )
+        elapsed = time.monotonic() - started
+    assert server.requests  # the model was really asked
+    assert result["mode"] == "offline", result["usage"]  # ... and never answered
+    assert "Peter handles the Anderson account" in result["context"]
+    assert any("HTTP 500" in note for note in trace_of(result)["notes"])
+    assert elapsed < 12

@@ -95,6 +95,7 @@ class Failure:
         status: HTTP status, when there was one.
         max_retries: A lower retry cap for this kind of failure (timeouts are slow).
         trips: When the route gives up on this failure, skip the endpoint for a while.
+        retry_after_s: The wait the server asked for (Retry-After), when it said one.
     """
 
     reason: str
@@ -102,6 +103,7 @@ class Failure:
     status: int | None = None
     max_retries: int | None = None
     trips: bool = False
+    retry_after_s: float | None = None
 
 
 EMPTY_REPLY = Failure("empty reply", retryable=True)
@@ -141,12 +143,30 @@ def _unreachable(exc: BaseException) -> bool:
     )
 
 
+# A server that asks for a longer wait than this is treated as down: the prompt cannot wait for it.
+MAX_RETRY_AFTER_S = 5.0
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds from the response's Retry-After header (delta-seconds form), when it has one."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    value = headers.get("retry-after") if headers is not None else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:  # the HTTP-date form: rare from model servers, not worth a wait
+        return None
+
+
 def classify(exc: Exception) -> Failure:
     """Decide whether an error is worth retrying on the same provider."""
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
         if status == 429:
-            return Failure("HTTP 429 rate limited", True, 429, trips=True)
+            wait = retry_after(exc)
+            return Failure("HTTP 429 rate limited", True, 429, trips=True, retry_after_s=wait)
+        if status == 503 and retry_after(exc) is not None:
+            return Failure("HTTP 503", True, 503, trips=True, retry_after_s=retry_after(exc))
         if status in (408, 409) or status >= 500:
             return Failure(f"HTTP {status}", True, status, trips=True)
         # a bad key or an unknown endpoint will not heal; a 400 may be this request only
@@ -233,7 +253,10 @@ class _Run:
         retries = route.retries
         if failure.max_retries is not None:
             retries = min(retries, failure.max_retries)
-        if not failure.retryable or attempt > retries:
+        too_long = failure.retry_after_s is not None and failure.retry_after_s > MAX_RETRY_AFTER_S
+        if too_long:
+            entry["retry_after_s"] = failure.retry_after_s
+        if not failure.retryable or attempt > retries or too_long:
             if failure.trips:
                 CIRCUIT.trip(route.endpoint_key, CIRCUIT_COOLDOWN_S)
             return None
@@ -241,6 +264,10 @@ class _Run:
         delay = self.base_delay_s * 2 ** (attempt - 1)
         if failure.status == 429:
             delay *= 2
+        if failure.retry_after_s is not None:
+            # the server said when to come back: sooner is refused, later wastes the budget
+            delay = failure.retry_after_s
+            entry["retry_after_s"] = failure.retry_after_s
         entry["delay_s"] = delay
         return delay
 

@@ -49,6 +49,9 @@ async def _curate_section(
         record = lines.get(_normal(raw))
         if record is not None and record not in kept:
             kept.append(record)
+    if not kept:
+        # A reply that copies no record is prose, not a verdict: only NO_RELEVANT_RECORDS may drop a section.
+        return name, None, f"curate: {name} kept uncurated (reply matched no record)"
     return name, kept, None
 
 
