@@ -208,6 +208,7 @@ def memory_add(
 ) -> None:
     """Store one memory directly (no pipeline): for people and tests."""
     from octygraph.heuristics.safety import redact_secrets
+    from octygraph.heuristics.secrets import is_secret_name
     from octygraph.services import open_store
     from octygraph.store import NODE_TYPES, SUBTYPES
 
@@ -222,9 +223,15 @@ def memory_add(
     if source not in ("user", "claude"):
         raise UserError("--source must be 'user' or 'claude'.")
     when = parse_date(valid_from, "--valid-from")
+    if type_ == "entity" and is_secret_name(text):
+        raise UserError("That entity name is a secret; nothing was stored.")
     clean, _ = redact_secrets(text)
     with open_store(settings()) as store:
-        entity_ids = [store.ensure_entity(name)[0].id for name in (entity or []) if name.strip()]
+        entity_ids = [
+            store.ensure_entity(name)[0].id
+            for name in (entity or [])
+            if name.strip() and not is_secret_name(name)  # a secret is never an entity
+        ]
         node = store.add_node(
             type_,
             clean,

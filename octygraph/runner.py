@@ -17,6 +17,7 @@ from langchain_core.runnables import RunnableConfig
 
 from octygraph.context import Context
 from octygraph.graph import build_graph
+from octygraph.heuristics.secrets import redact_secrets
 from octygraph.llm.usage import UsageTracker
 from octygraph.persistence import open_checkpointer
 from octygraph.settings import Settings
@@ -125,6 +126,8 @@ async def run_prompt(
     """Run the whole pipeline on one prompt; returns the `run --json` object (and writes the trace)."""
     options = options or RunOptions()
     started = time.perf_counter()
+    # Secrets go before anything is written: the graph state (so checkpoints), the LLM, the trace.
+    prompt = redact_secrets(prompt)[0]
     trace_id = new_trace_id()
     ctx = context or make_context(
         settings,

@@ -33,8 +33,11 @@ def to_jsonable(value: Any) -> Any:
 
 
 def write_trace(debug_dir: Path, trace: dict[str, Any]) -> Path:
-    """Write atomically, private to the user."""
-    debug_dir.mkdir(parents=True, exist_ok=True)
+    """Write atomically, private to the user, with every secret redacted."""
+    from octygraph.heuristics.secrets import redact_deep
+
+    trace = redact_deep(to_jsonable(trace))
+    debug_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = debug_dir / f"{trace['trace_id']}.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(to_jsonable(trace), ensure_ascii=False, indent=2), encoding="utf-8")

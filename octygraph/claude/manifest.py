@@ -147,7 +147,9 @@ def append(path: Path, entries: Iterable[Mapping[str, Any]]) -> int:
     Raises:
         ValueError: when an entry has no `node_id` (nothing is written then).
     """
-    new = [normalize_entry(entry) for entry in entries]
+    from octygraph.heuristics.secrets import redact_deep
+
+    new = [normalize_entry(redact_deep(dict(entry))) for entry in entries]
     if not new:
         return 0
     return _update(path, lambda current: ([*current, *new], len(new)))

@@ -56,7 +56,9 @@ def dev_log(paths: ProjectPaths, event: str, data: dict[str, Any]) -> None:
         except FileNotFoundError:
             pass
         stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
-        body = json.dumps(data, ensure_ascii=False, default=str, sort_keys=True)
+        from octygraph.heuristics.secrets import redact_deep
+
+        body = json.dumps(redact_deep(data), ensure_ascii=False, default=str, sort_keys=True)
         line = f"{stamp} {event} {body}\n"
         # O_APPEND keeps lines from concurrent hooks whole.
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 from octygraph import prompts
 from octygraph.context import Context
 from octygraph.heuristics import reconcile as wording
+from octygraph.heuristics.secrets import is_secret_name
 from octygraph.models import (
     Classification,
     ExtractedInstruction,
@@ -80,7 +81,7 @@ def _force_store(
             entity_ids = [
                 store.ensure_entity(name, kinds.get(name.casefold()))[0].id
                 for name in item.entities
-                if name.strip()
+                if name.strip() and not is_secret_name(name)
             ]
             old_id = _find_replaced(store, item, entity_ids) if item.correction else None
             if old_id:

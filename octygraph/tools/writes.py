@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from octygraph.heuristics.lexicon import COMMON_VERBS, STOPWORDS
 from octygraph.heuristics.safety import is_grounded, looks_like_injection, redact_secrets
+from octygraph.heuristics.secrets import is_secret_name
 from octygraph.models import DEFAULT_SUBTYPE, SUBTYPES
 from octygraph.store import MemoryStore, StoreError
 from octygraph.tools.ops import ToolResult, to_record
@@ -83,7 +84,8 @@ def check_content(content: str, grounding_text: str | None) -> str:
     clean, _ = redact_secrets(content.strip())
     if looks_like_injection(clean):
         raise Refused("Nothing stored: the text reads like an instruction injection, not a memory.")
-    if grounding_text is not None and not is_grounded(clean, grounding_text):
+    # Redacted to redacted: "the key is [REDACTED]" is the user's own words once both are redacted.
+    if grounding_text is not None and not is_grounded(clean, redact_secrets(grounding_text)[0]):
         raise Refused(
             "Nothing stored: the content is not grounded in what the user said; "
             "use the user's own words."
@@ -102,7 +104,7 @@ def resolve_entities(
             raise StoreError(f"No entity with id {entity_id!r}; call search_entity to get ids.")
         ids.append(node.id)
     for name in entity_names:
-        if name and name.strip():
+        if name and name.strip() and not is_secret_name(name):
             ids.append(store.ensure_entity(name.strip())[0].id)
     return list(dict.fromkeys(ids))
 
@@ -130,6 +132,8 @@ def store_memory(
         )
     clean = check_content(content, grounding_text)
     if node_type == "entity":
+        if is_secret_name(content):
+            raise Refused("Nothing stored: a secret is never an entity.")
         node, created = store.ensure_entity(clean, _subtype("entity", subtype))
         verb = "Stored entity" if created else "Entity already stored"
         return ToolResult(
