@@ -262,9 +262,41 @@ def has_secret(text: str) -> bool:
     return redact_secrets(text)[1] > 0
 
 
+def _random_word(token: str) -> bool:
+    """A 12+ character token that mixes letters and digits at random: a password or key.
+
+    Names carry digits in one place ("Windows11Pro", "ISO27001"); keys switch between letters and
+    digits again and again, or hold symbols.
+    """
+    if (
+        len(token) < 12
+        or not any(c.isdigit() for c in token)
+        or not any(c.isalpha() for c in token)
+    ):
+        return False
+    if max(len(part) for part in re.split(r"[-_.:/]", token)) < 10:
+        return False  # short parts joined up: a model or version name such as gpt-4o-2024-07-18
+    if any(not c.isalnum() and c not in "-_.:/" for c in token):
+        return True
+    switches = sum(a.isdigit() != b.isdigit() for a, b in zip(token, token[1:], strict=False))
+    # Names are made of words: most of their letters stand in runs of lower-case letters.
+    worded = sum(
+        len(run)
+        for run in re.findall(r"[a-z]{3,}", token)
+        if sum(c in "aeiouy" for c in run) >= 0.3 * len(run)  # a syllable, not random letters
+    )
+    mixed = any(c.isupper() for c in token) and any(c.islower() for c in token)
+    return switches >= 5 or (mixed and len(token) >= 16 and worded < 0.4 * len(token))
+
+
 def is_secret_name(name: str) -> bool:
     """Whether a would-be entity name is a redaction mark or itself a secret: never an entity."""
-    return "REDACTED" in name.upper() or has_secret(name)
+    name = name.strip()
+    return (
+        "REDACTED" in name.upper()
+        or has_secret(name)
+        or any(_random_word(token) for token in name.split())
+    )
 
 
 def redact_deep(value: Any) -> Any:
