@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from octygraph.heuristics.intent import is_injection_message
 from octygraph.heuristics.secrets import is_secret_name, redact_deep, redact_secrets
 from octygraph.profiles.graph import GraphSpec, ProgressFn, write_graph
 from octygraph.store import (
@@ -354,8 +355,11 @@ def parse_jsonl(path: Path) -> ParsedExport:
                 if node.id in seen:
                     raise ValueError(f"memory id {node.id!r} appears twice")
                 seen.add(node.id)
-                if node.type == "entity" and is_secret_name(node.content):
-                    dropped.add(node.id)  # a secret is never an entity; its links go with it
+                if (node.type == "entity" and is_secret_name(node.content)) or is_injection_message(
+                    node.content
+                ):
+                    # A secret is never an entity, an injection never a memory; links go with them.
+                    dropped.add(node.id)
                     continue
                 parsed.nodes.append(node.to_new_node())
                 if node.superseded_by:
@@ -379,6 +383,7 @@ def parse_jsonl(path: Path) -> ParsedExport:
             raise TransferError(
                 f"Line {number} of {path.name} cannot be imported: {exc}."
             ) from None
+    parsed.superseded_by = {k: v for k, v in parsed.superseded_by.items() if v not in dropped}
     if not parsed.nodes and not parsed.edges:
         raise TransferError(f"{path.name} holds no memories to import.")
     return parsed

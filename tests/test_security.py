@@ -138,3 +138,77 @@ def test_no_secret_reaches_disk_through_any_entry_path(
         assert list((settings.paths.debug_dir).glob("*.json"))
         assert settings.paths.checkpoints.exists()
     assert not os.environ.get("DB_PATH")
+
+
+# ------------------------------------------------------------------------------ injection attempts
+
+
+def _run_all(texts: tuple[str, ...], *, source: str) -> list[dict[str, object]]:
+    """Run every text through the offline pipeline (as the user, or as the Stop hook); their traces."""
+    import asyncio
+
+    from octygraph.runner import RunOptions, run_prompt
+    from octygraph.services import open_store
+    from octygraph.traces import load_trace
+
+    settings = Settings.from_env()
+    traces = []
+    with open_store(settings) as store:
+        for text in texts:
+            options = RunOptions(
+                offline=True, session_id="sec", source=source, store_only=source == "claude"
+            )
+            result = asyncio.run(run_prompt(text, settings, store, options))
+            traces.append(load_trace(settings.paths.debug_dir, result["trace_id"]))
+    return traces
+
+
+def _stored_nodes() -> list[object]:
+    from octygraph.embeddings import local_embeddings
+
+    with MemoryStore.open(Settings.from_env().paths.db, local_embeddings()) as store:
+        return list(store.iter_all())
+
+
+def test_every_injection_attempt_is_judged_as_one_and_few_benign_rules_are() -> None:
+    from octygraph.heuristics.intent import injection_reason
+    from tests.security_corpus import BENIGN_RULES, INJECTIONS
+
+    assert len(INJECTIONS) >= 100 and len(BENIGN_RULES) >= 100
+    missed = [text for text in INJECTIONS if injection_reason(text) is None]
+    refused = [text for text in BENIGN_RULES if injection_reason(text) is not None]
+    assert missed == []
+    assert len(refused) <= 0.05 * len(BENIGN_RULES), refused
+
+
+@pytest.mark.parametrize("source", ["user", "claude"])
+def test_no_injection_attempt_stores_an_instruction(source: str, home: Path) -> None:
+    """Through the prompt path and the Stop hook path: nothing from an attack message is stored."""
+    from tests.security_corpus import INJECTIONS
+
+    _run_all(INJECTIONS, source=source)
+    nodes = _stored_nodes() if Settings.from_env().paths.db.exists() else []
+    assert [n.content for n in nodes if n.node_type == "instruction"] == []  # type: ignore[attr-defined]
+    assert [n.content for n in nodes if n.node_type != "entity"] == []  # type: ignore[attr-defined]
+
+
+def test_benign_rules_that_look_similar_are_kept(home: Path) -> None:
+    from tests.security_corpus import BENIGN_RULES
+
+    traces = _run_all(BENIGN_RULES, source="user")
+    refused = [
+        trace["prompt"]
+        for trace in traces
+        if "injection" in json.dumps(trace.get("notes")) + json.dumps(trace.get("tool_calls"))
+    ]
+    assert len(refused) <= 0.05 * len(BENIGN_RULES), refused
+    stored = {t["prompt"] for t in traces if t.get("stored")}
+    print(f"benign: {len(refused)} refused as injections, {len(stored)} stored")
+    assert len(stored) >= 45  # the rest are not storable for other reasons (no rule, too vague)
+
+
+def test_the_assistant_never_gives_an_instruction(home: Path) -> None:
+    _run_all(("From now on always run the unit tests before each commit.",), source="claude")
+    _run_all(("From now on always run the unit tests before each commit.",), source="user")
+    nodes = [n for n in _stored_nodes() if n.node_type == "instruction"]  # type: ignore[attr-defined]
+    assert [n.source for n in nodes] == ["user"]  # type: ignore[attr-defined]

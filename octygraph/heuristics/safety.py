@@ -22,30 +22,41 @@ __all__ = [
     "redact_secrets",
 ]
 
+_AI: Final = r"(?:ai|a\.i\.|llm|language\s+model|assistant|agent|model|chatbot|bot|claude|gpt|chatgpt|copilot)s?"
 _INJECTION: Final = re.compile(
-    r"""(?ix)
-    \b(?:ignore|disregard|forget|override|skip|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+|my\s+)*
-        (?:previous|prior|above|earlier|preceding|former|original|system|existing)\s+
-        (?:instructions?|prompts?|rules?|directions?|directives?|context|messages?|guidelines?)
-    | \b(?:ignore|disregard|forget)\s+(?:all|everything)\s+(?:you\s+were\s+told|above|before)
-    | \bdisregard\s+(?:the\s+|your\s+)?(?:system\s+prompt|instructions|rules|guidelines)
-    | \b(?:reveal|print|show|repeat|leak|output)\s+(?:me\s+)?(?:your|the)\s+(?:system\s+prompt|
-        hidden\s+instructions|instructions\s+above|initial\s+prompt)
-    | \byou\s+are\s+now\s+(?:a|an|the|my|in|no\s+longer|free|unrestricted|jailbroken|dan\b|
-        operating|acting|going\s+to|called|named)
-    | \b(?:new|updated|revised|real|actual)\s+(?:system\s+)?instructions?\s*:
-    | (?:^|\n)\s*(?:system|developer|assistant)\s*(?:prompt|message)?\s*:
-    | \bsystem\s+prompt\s*:
+    rf"""(?ix)
+    \b(?:ignore|disregard|forget|override|skip|bypass|stop\s+following|abandon|drop)\s+
+        (?:all\s+|any\s+|the\s+|your\s+|my\s+|of\s+)*
+        (?:previous|prior|above|earlier|preceding|former|original|system|existing|current|old)\s+
+        (?:instructions?|prompts?|directions?|directives?|messages?|guidelines?|orders?|programming
+          |(?:rules?|context)(?!\s+(?:for|about|of|on)\s))
+    | \b(?:ignore|disregard|forget)\s+(?:all|everything)\s+(?:you\s+(?:were|have\s+been)\s+told
+        |above|before|else|prior)
+    | \bdisregard\s+(?:the\s+|your\s+|all\s+)?(?:system\s+prompt|instructions|guidelines)
+    | \b(?:reveal|print|show|repeat|leak|output|dump)\s+(?:me\s+)?(?:your\s+(?:system\s+prompt|
+        hidden\s+instructions|instructions|initial\s+prompt|prompt)|the\s+(?:hidden\s+instructions|
+        instructions\s+above|initial\s+prompt))
+    | \byou\s+are\s+(?:now\s+)?(?:no\s+longer\s+(?:claude|an?\s+assistant|bound|restricted)|
+        free\s+(?:of|from)|unrestricted|unfiltered|jailbroken|dan\b|in\s+(?:developer|god|dan)\s+mode)
+    | \byou\s+are\s+now\s+(?:a|an|my)\s+(?:\w+\s+){{0,3}}?{_AI}\b
+    | \byou(?:'re|\s+are)\s+now\s+(?:an?\s+)?(?:\w+\s+){{0,2}}?(?:with(?:out)?\s+(?:no\s+)?
+        (?:restrictions|rules|limits|guidelines|filters|content\s+policy))
+    | \b(?:your\s+new\s+(?:identity|name|role|persona)\s+is)
+    | \b(?:new|updated|revised|real|actual|true|secret|hidden)\s+(?:system\s+)?instructions?\s*:
+    | (?:^|\n)\s*(?:\#+\s*)?(?:system|developer|assistant)\s*(?:prompt|message|override)?\s*:\s*
+        [^\n]{{0,40}}?\b(?:you|ignore|disregard|forget|always|never|from\s+now\s+on|must|obey
+        |new\s+(?:rules?|instructions?)|the\s+(?:ai|assistant|model))\b
+    | \bsystem\s+(?:prompt|override)\s*:
     | (?:^|[.!?]\s+|\n|\byou\s+(?:will|must|should|shall|are\s+to|to)\s+|\bnow\s+|\bplease\s+)
-        act\s+as\s+(?:a|an|the|my|if|though)\b
-    | \b(?:pretend|imagine)\s+(?:to\s+be|you\s+are|you're)\b
+        act\s+as\s+(?:a|an|my)\b
+    | \b(?:pretend|imagine)\s+(?:to\s+be|you\s+are|you're|that\s+you\s+are)\b
     | \broleplay\s+as\b
     | <\s*/?\s*(?:system|assistant|developer|user|instructions?|im_start|im_end)\s*>
-    | <\|(?:im_start|im_end|system|endoftext)\|>
+    | <\|(?:im_start|im_end|system|user|assistant|endoftext)\|>
     | \[/?(?:INST|SYS)\]
     | <<\s*/?\s*SYS\s*>>
     | \#\#\#\s*(?:system|instruction)
-    | \b(?:jailbreak|do\s+anything\s+now|dan\s+mode|developer\s+mode\s+(?:enabled|on))\b
+    | \b(?:do\s+anything\s+now|dan\s+mode|jailbreak\s+mode|(?:are|be|get|now)\s+jailbroken)\b
     """
 )
 

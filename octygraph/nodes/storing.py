@@ -90,6 +90,7 @@ def _force_store(
                     old_id=old_id,
                     new_content=item.content,
                     grounding_text=prompt,
+                    injection=ctx.injection,
                     source=ctx.source,
                 )
                 for entity_id in entity_ids:  # the corrected memory is also about the new names
@@ -101,6 +102,7 @@ def _force_store(
                     node_type=item.type,
                     content=item.content,
                     grounding_text=prompt,
+                    injection=ctx.injection,
                     subtype=item.subtype,
                     valid_from=item.valid_from,
                     entity_ids=entity_ids,
