@@ -7,6 +7,7 @@ timeout and WAL, so two processes (two Claude sessions on one project) can write
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import uuid
@@ -332,6 +333,13 @@ class MemoryStore:
             raise StoreError(f"No memory database at {path}.")
         if path.exists() and path.is_dir():
             raise NotAnOctygraphDatabase(f"{path} is a folder, not an octygraph database.")
+        if path.exists() and not path.is_file():
+            raise NotAnOctygraphDatabase(
+                f"{path} is not a regular file, so it cannot hold an octygraph database; "
+                "point DB_PATH at a file."
+            )
+        if not path.exists():
+            cls._create_atomically(path, embedder)
         existed = path.exists() and path.stat().st_size > 0
         if not existed:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -368,6 +376,38 @@ class MemoryStore:
                 pass
         return store
 
+    @classmethod
+    def _create_atomically(cls, path: Path, embedder: Embedder) -> None:
+        """Build a new database's schema in a private temporary file, then link it into place.
+
+        Concurrent first hooks on a new project then see either no file or a whole database, never
+        one half-created (which they took for "not an octygraph database"). The loser of the race
+        keeps the winner's file.
+        """
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.creating")
+        try:
+            conn = sqlean.connect(str(tmp), timeout=15.0, isolation_level=None)
+            try:
+                conn.enable_load_extension(True)
+                sqlite_vec.load(conn)
+                conn.enable_load_extension(False)
+                store = cls(tmp, embedder, conn)
+                store._init_schema(check_model=False)
+                conn.execute("PRAGMA journal_mode=DELETE")  # no -wal file left beside the temp file
+            finally:
+                conn.close()
+            tmp.chmod(0o600)
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                pass  # another process created it first: use theirs
+        except OSError:
+            pass  # e.g. a file system without hard links: the ordinary path below creates it
+        finally:
+            for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm"), Path(f"{tmp}-journal")):
+                leftover.unlink(missing_ok=True)
+
     def _init_schema(self, *, check_model: bool) -> None:
         conn = self._conn
         if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
@@ -392,6 +432,11 @@ class MemoryStore:
         # The duplicate-edge check needs this index; databases made before it existed get it here.
         with self.transaction():
             conn.execute(EDGE_PAIR_INDEX)
+        try:
+            with self.transaction():
+                conn.execute(ENTITY_NAME_UNIQUE)
+        except sqlean.IntegrityError:
+            pass  # an older database already holds duplicates: `ensure_entity` still serialises
         meta = self.meta()
         version = int(meta.get("schema_version", "0"))
         if version > SCHEMA_VERSION:
@@ -468,9 +513,16 @@ class MemoryStore:
                 if vectors is not None
                 else self.embedder.embed_array([i.content.strip() for i in chunk])
             )
-            with self.transaction() as conn:
-                for item, vec in zip(chunk, chunk_vecs, strict=True):
-                    created.append(self._insert(conn, item, vec))
+            try:
+                with self.transaction() as conn:
+                    for item, vec in zip(chunk, chunk_vecs, strict=True):
+                        created.append(self._insert(conn, item, vec))
+            except sqlean.IntegrityError as exc:
+                if "entity_name_unique" not in str(exc) and "nodes.content" not in str(exc):
+                    raise
+                raise StoreError(
+                    "An entity with that name already exists; nothing was written."
+                ) from None
             if progress:
                 progress(len(chunk))
         return created
@@ -613,7 +665,11 @@ class MemoryStore:
         return added
 
     def ensure_entity(self, name: str, subtype: str | None = None) -> tuple[Node, bool]:
-        """The entity called `name`, created when none matches; returns (node, created)."""
+        """The entity called `name`, created when none matches; returns (node, created).
+
+        An upsert: the look-up and the insert share one write transaction (and the unique name
+        index backs it), so ten writers naming one new entity at once leave one entity.
+        """
         name = name.strip()
         if not name:
             raise StoreError("An entity needs a name.")
@@ -622,7 +678,18 @@ class MemoryStore:
             return found, False
         if subtype is not None and subtype not in SUBTYPES["entity"]:
             subtype = None
-        return self.add_node("entity", name, subtype=subtype), True
+        vec = self.embedder.embed_array([name])[0]  # outside the lock: embedding is the slow part
+        try:
+            with self.transaction() as conn:
+                found = self.find_entity(name, semantic=False)
+                if found is not None:
+                    return found, False  # another writer created it meanwhile
+                return self._insert(conn, NewNode("entity", name, subtype=subtype), vec), True
+        except sqlean.IntegrityError:
+            found = self.find_entity(name, semantic=False)
+            if found is None:
+                raise
+            return found, False
 
     def supersede(self, old_id: str, new_content: str, **overrides: Any) -> Node:
         """Replace a memory: the old node points at the new one, which inherits its edges."""
@@ -651,6 +718,9 @@ class MemoryStore:
             row = conn.execute("SELECT superseded_by FROM nodes WHERE id=?", (old_id,)).fetchone()
             if row is None or row[0]:
                 raise StoreError(f"Memory {old_id} changed while it was being replaced; try again.")
+            # Replaced first, so a renamed entity ("acme" -> "Acme") does not meet itself in the index.
+            item.id = item.id or new_id()
+            conn.execute("UPDATE nodes SET superseded_by=? WHERE id=?", (item.id, old_id))
             new = self._insert(conn, item, vec)
             edges = conn.execute(
                 "SELECT source_id, target_id, edge_type, attributes FROM edges "
@@ -1378,6 +1448,13 @@ class MemoryStore:
             target.chmod(0o600)
         except OSError:
             pass
+
+
+ENTITY_NAME_UNIQUE = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS idx_entity_name_unique ON nodes(lower(content)) "
+    "WHERE node_type = 'entity' AND superseded_by IS NULL"
+)
+"""One current entity per name, whatever its case."""
 
 
 def _prefixed(alias: str) -> str:
