@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from octygraph.claude import hook_io, manifest, modes
+from octygraph.private import private_mkdir
 from octygraph.sessions import SessionLog
 from octygraph.settings import Settings
 
@@ -60,7 +61,7 @@ def _record_failure(
         from octygraph.traces import new_trace_id, write_trace
 
         paths = settings.paths
-        paths.debug_dir.mkdir(parents=True, exist_ok=True)
+        private_mkdir(paths.debug_dir)
         write_trace(
             paths.debug_dir,
             {

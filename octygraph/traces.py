@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from octygraph.private import private_mkdir
+
 
 class TraceNotFound(LookupError):
     """No trace with that id."""
@@ -37,7 +39,7 @@ def write_trace(debug_dir: Path, trace: dict[str, Any]) -> Path:
     from octygraph.heuristics.secrets import redact_deep
 
     trace = redact_deep(to_jsonable(trace))
-    debug_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_mkdir(debug_dir)
     path = debug_dir / f"{trace['trace_id']}.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(to_jsonable(trace), ensure_ascii=False, indent=2), encoding="utf-8")

@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from octygraph.private import private_mkdir
+
 if TYPE_CHECKING:
     from octygraph.settings import Settings
 
@@ -163,7 +165,7 @@ def spawn_report(
 
 def _log_failure(debug_dir: Path, outcome: str) -> None:
     try:
-        debug_dir.mkdir(parents=True, exist_ok=True)
+        private_mkdir(debug_dir)
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
         fd = os.open(debug_dir / REPORT_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(fd, "a", encoding="utf-8") as handle:

@@ -23,6 +23,7 @@ import numpy as np
 import sqlean
 import sqlite_vec
 
+from octygraph.private import private_mkdir
 from octygraph.store.schema import (
     CORE_DDL,
     DEFAULT_SCOPE,
@@ -342,7 +343,7 @@ class MemoryStore:
             cls._create_atomically(path, embedder)
         existed = path.exists() and path.stat().st_size > 0
         if not existed:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_mkdir(path.parent)
         try:
             conn = sqlean.connect(
                 str(path), timeout=15.0, isolation_level=None, check_same_thread=False
@@ -384,7 +385,7 @@ class MemoryStore:
         one half-created (which they took for "not an octygraph database"). The loser of the race
         keeps the winner's file.
         """
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_mkdir(path.parent)
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.creating")
         try:
             conn = sqlean.connect(str(tmp), timeout=15.0, isolation_level=None)
@@ -1432,7 +1433,7 @@ class MemoryStore:
     def backup_to(self, target: str | Path) -> None:
         """Copy this database to `target` with SQLite's online backup (consistent during writes)."""
         target = Path(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        private_mkdir(target.parent)
         tmp = target.with_name(target.name + ".partial")
         if tmp.exists():
             tmp.unlink()
