@@ -344,6 +344,9 @@ def run(
         result = _run_async(
             run_prompt(prompt, s, store, RunOptions(offline=offline, session_id=CLI_SESSION))
         )
+    from octygraph.retention import prune_if_due
+
+    prune_if_due(s)
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False, indent=2))
         return
@@ -411,6 +414,33 @@ def trace_show(
     except TraceNotFound as exc:
         raise UserError(str(exc)) from None
     typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+@trace_app.command("prune")
+@user_errors
+def trace_prune(
+    keep: Annotated[
+        int | None,
+        typer.Option("--keep", "-n", min=0, help="Traces to keep (default $OCTY_TRACE_KEEP)."),
+    ] = None,
+    days: Annotated[
+        float | None,
+        typer.Option(
+            "--days", min=0.0, help="Remove traces older than this (default $OCTY_TRACE_MAX_DAYS)."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Remove old debug traces and the checkpoints of their runs."""
+    from octygraph.retention import prune
+
+    result = prune(settings(), keep=keep, max_days=days)
+    if as_json:
+        typer.echo(json.dumps({"traces": result.traces, "runs": result.checkpoint_threads}))
+        return
+    out.print(
+        f"Removed {result.traces} traces and the checkpoints of {result.checkpoint_threads} runs."
+    )
 
 
 @trace_app.command("replay")

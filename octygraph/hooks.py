@@ -100,6 +100,12 @@ def _after_run(settings: Settings, event: str, session_id: str, result: dict[str
             )
         except Exception as exc:
             log.warning("manifest not updated: %s", exc)
+    try:
+        from octygraph.retention import prune_if_due
+
+        prune_if_due(settings)  # after the answer went out: the prompt does not wait for it
+    except Exception as exc:
+        log.warning("old traces not pruned: %s", exc)
     modes.dev_log(
         paths,
         event,

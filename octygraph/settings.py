@@ -198,6 +198,8 @@ class Settings:
     context_budget_chars: int = table.default("OCTY_CONTEXT_BUDGET")
     hook_budget_s: float = table.default("OCTY_HOOK_BUDGET_S")
     debug: bool = table.default("OCTY_DEBUG")
+    trace_keep: int = table.default("OCTY_TRACE_KEEP")
+    trace_max_days: float = table.default("OCTY_TRACE_MAX_DAYS")
 
     @classmethod
     def from_env(
@@ -243,6 +245,8 @@ class Settings:
             context_budget_chars=_parsed(env, "OCTY_CONTEXT_BUDGET"),
             hook_budget_s=_parsed(env, "OCTY_HOOK_BUDGET_S"),
             debug=_parsed(env, "OCTY_DEBUG"),
+            trace_keep=_parsed(env, "OCTY_TRACE_KEEP"),
+            trace_max_days=_parsed(env, "OCTY_TRACE_MAX_DAYS"),
         )
 
     @property
