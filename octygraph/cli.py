@@ -301,12 +301,10 @@ def doctor(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    try:
-        app()
-    except SettingsError as exc:  # raised while reading settings, before a command's own handler
-        err.print(str(exc), markup=False)
-        sys.exit(1)
+    """Console-script entry point: every error ends as one sentence and exit code 1."""
+    from octygraph.cli_guard import run
+
+    run(app)
 
 
 # --------------------------------------------------------------------------- the pipeline

@@ -285,6 +285,7 @@ class MemoryStore:
         self._conn = conn
         self._lock = threading.RLock()
         self._vector_cache: VectorCache | None = None
+        self.read_only = False
 
     def enable_vector_cache(self) -> None:
         """Serve vector searches from an in-memory matrix (for long-running processes; see vector_cache)."""
@@ -344,10 +345,23 @@ class MemoryStore:
         existed = path.exists() and path.stat().st_size > 0
         if not existed:
             private_mkdir(path.parent)
+        # A home we may only read (a read-only mount, another user's folder) still answers reads.
+        read_only = existed and not (
+            os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+        )
         try:
-            conn = sqlean.connect(
-                str(path), timeout=15.0, isolation_level=None, check_same_thread=False
-            )
+            if read_only:
+                conn = sqlean.connect(
+                    f"{path.resolve().as_uri()}?mode=ro",
+                    uri=True,
+                    timeout=15.0,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+            else:
+                conn = sqlean.connect(
+                    str(path), timeout=15.0, isolation_level=None, check_same_thread=False
+                )
             conn.enable_load_extension(True)
             sqlite_vec.load(conn)
             conn.enable_load_extension(False)
@@ -356,6 +370,11 @@ class MemoryStore:
                 r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
             }
         except sqlean.DatabaseError as exc:
+            if read_only or "unable to open" in str(exc):
+                raise StoreError(
+                    f"The memory database {path} cannot be opened ({exc}); check that you may "
+                    "read it and its folder."
+                ) from None
             raise NotAnOctygraphDatabase(
                 f"{path} is not an octygraph database (SQLite says: {exc})."
             ) from None
@@ -365,6 +384,7 @@ class MemoryStore:
                 f"{path} is not an octygraph database; point DB_PATH elsewhere or move the file away."
             )
         store = cls(path, embedder, conn)
+        store.read_only = read_only
         try:
             store._init_schema(check_model=check_model)
         except BaseException:
@@ -411,6 +431,9 @@ class MemoryStore:
 
     def _init_schema(self, *, check_model: bool) -> None:
         conn = self._conn
+        if self.read_only:
+            self._check_meta(check_model=check_model)  # nothing to create: we may only read
+            return
         if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
@@ -438,6 +461,9 @@ class MemoryStore:
                 conn.execute(ENTITY_NAME_UNIQUE)
         except sqlean.IntegrityError:
             pass  # an older database already holds duplicates: `ensure_entity` still serialises
+        self._check_meta(check_model=check_model)
+
+    def _check_meta(self, *, check_model: bool) -> None:
         meta = self.meta()
         version = int(meta.get("schema_version", "0"))
         if version > SCHEMA_VERSION:
@@ -473,6 +499,10 @@ class MemoryStore:
             if conn.in_transaction:
                 yield conn
                 return
+            if self.read_only:
+                raise StoreError(
+                    f"The memory database {self.path} is read-only here; nothing can be written."
+                )
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
