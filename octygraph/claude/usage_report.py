@@ -167,6 +167,12 @@ def _log_failure(debug_dir: Path, outcome: str) -> None:
     try:
         private_mkdir(debug_dir)
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        try:
+            from octygraph.heuristics.secrets import redact_secrets
+
+            outcome = redact_secrets(outcome)[0]  # a server's error text may echo a token
+        except Exception:
+            pass
         fd = os.open(debug_dir / REPORT_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(fd, "a", encoding="utf-8") as handle:
             handle.write(f"{stamp} {outcome}\n")

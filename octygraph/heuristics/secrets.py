@@ -8,6 +8,7 @@ the usual secret-scanner rule sets: provider tokens with a recognisable prefix, 
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections import Counter
@@ -308,3 +309,24 @@ def redact_deep(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [redact_deep(v) for v in value]
     return value
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts secrets from every record before a handler writes it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:
+            return True
+        clean, count = redact_secrets(message)
+        if count:
+            record.msg, record.args = clean, ()
+        return True
+
+
+def redact_logs() -> None:
+    """Put `RedactingFilter` on every handler of the root logger (the service log, stderr)."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
