@@ -96,3 +96,37 @@ def test_thirty_first_hooks_on_a_new_project_are_all_answered(
     ]
     assert degraded == []
     assert len(list(settings.paths.debug_dir.glob("*.json"))) == 30
+
+
+def test_a_database_we_may_only_read_answers_reads(
+    tmp_path: Path, embedder: LocalEmbeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    db = tmp_path / "memory.db"
+    with MemoryStore.open(db, embedder) as store:
+        store.add_node("fact", "Acme uses Postgres 16")
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)  # as a read-only mount answers
+    with MemoryStore.open(db, embedder) as store:
+        assert [h.node.content for h in store.search("Postgres")] == ["Acme uses Postgres 16"]
+        with pytest.raises(StoreError, match="read-only"):
+            store.add_node("fact", "Something new")
+
+
+def test_an_import_links_to_the_entity_already_stored(
+    tmp_path: Path, embedder: LocalEmbeddings
+) -> None:
+    from octygraph.transfer import import_jsonl
+
+    path = tmp_path / "in.jsonl"
+    lines = [
+        {"kind": "node", "id": "e1", "type": "entity", "content": "ACME"},
+        {"kind": "node", "id": "f1", "type": "fact", "content": "ACME renews in March"},
+        {"kind": "edge", "id": "x1", "source_id": "f1", "target_id": "e1", "edge_type": "about"},
+    ]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    with MemoryStore.open(tmp_path / "memory.db", embedder) as store:
+        acme, _ = store.ensure_entity("Acme")
+        import_jsonl(store, path)
+        assert [e.content for e in store.list_nodes(types=["entity"])] == ["Acme"]
+        assert any(edge.target_id == acme.id for edge in store.edges_of("f1"))

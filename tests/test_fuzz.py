@@ -150,3 +150,50 @@ def test_memory_import_of_any_file_is_one_sentence(
     path.write_bytes(b"\n".join(lines) + b"\n")
     code, err = _cli(["memory", "import", str(path)], capsys)
     _one_sentence_or_success(code, err)
+
+
+def _octygraph(*args: bytes | str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "octygraph", *args],
+        capture_output=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+    return result.returncode, result.stderr.decode("utf-8", "replace")
+
+
+def test_the_reported_bad_inputs_are_one_sentence_each(home: Path, tmp_path: Path) -> None:
+    """The cases of the issue, as a user meets them: a real process each."""
+    latin1 = tmp_path / "latin1.jsonl"
+    latin1.write_bytes('{"kind": "node", "content": "caf\xe9"}\n'.encode("latin-1"))
+    nested = tmp_path / "nested.jsonl"
+    nested.write_text('{"kind": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    header = tmp_path / "header.jsonl"
+    header.write_text('{"kind": "octygraph-export", "version": {"major": 1}}\n')
+    cases = [
+        (("search", b"caf\xe9"), None),
+        (("memory", "add", b"\xff\xfe broken"), None),
+        (("memory", "import", str(latin1)), None),
+        (("memory", "import", str(nested)), None),
+        (("memory", "import", str(header)), None),
+        (("search", "anything"), {"DB_PATH": "/dev/null"}),
+    ]
+    for args, env in cases:
+        code, err = _octygraph(*args, env=env)
+        assert code == 1, (args, err)
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, (args, err)
+
+
+def test_folders_made_for_exports_are_private(home: Path, tmp_path: Path) -> None:
+    code, err = _octygraph("memory", "add", "Acme renews in March")
+    assert code == 0, err
+    target = tmp_path / "out" / "deep" / "all.jsonl"
+    code, err = _octygraph("memory", "export", "--format", "jsonl", "--output", str(target))
+    assert code == 0, err
+    for folder in (tmp_path / "out", tmp_path / "out" / "deep"):
+        assert folder.stat().st_mode & 0o777 == 0o700
+    for folder in [home, *(p for p in home.rglob("*") if p.is_dir())]:
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
