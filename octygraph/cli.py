@@ -208,6 +208,7 @@ def memory_add(
 ) -> None:
     """Store one memory directly (no pipeline): for people and tests."""
     from octygraph.heuristics.safety import redact_secrets
+    from octygraph.heuristics.secrets import is_secret_name
     from octygraph.services import open_store
     from octygraph.store import NODE_TYPES, SUBTYPES
 
@@ -222,9 +223,15 @@ def memory_add(
     if source not in ("user", "claude"):
         raise UserError("--source must be 'user' or 'claude'.")
     when = parse_date(valid_from, "--valid-from")
+    if type_ == "entity" and is_secret_name(text):
+        raise UserError("That entity name is a secret; nothing was stored.")
     clean, _ = redact_secrets(text)
     with open_store(settings()) as store:
-        entity_ids = [store.ensure_entity(name)[0].id for name in (entity or []) if name.strip()]
+        entity_ids = [
+            store.ensure_entity(name)[0].id
+            for name in (entity or [])
+            if name.strip() and not is_secret_name(name)  # a secret is never an entity
+        ]
         node = store.add_node(
             type_,
             clean,
@@ -294,12 +301,10 @@ def doctor(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    try:
-        app()
-    except SettingsError as exc:  # raised while reading settings, before a command's own handler
-        err.print(str(exc), markup=False)
-        sys.exit(1)
+    """Console-script entry point: every error ends as one sentence and exit code 1."""
+    from octygraph.cli_guard import run
+
+    run(app)
 
 
 # --------------------------------------------------------------------------- the pipeline
@@ -337,6 +342,9 @@ def run(
         result = _run_async(
             run_prompt(prompt, s, store, RunOptions(offline=offline, session_id=CLI_SESSION))
         )
+    from octygraph.retention import prune_if_due
+
+    prune_if_due(s)
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False, indent=2))
         return
@@ -404,6 +412,33 @@ def trace_show(
     except TraceNotFound as exc:
         raise UserError(str(exc)) from None
     typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+@trace_app.command("prune")
+@user_errors
+def trace_prune(
+    keep: Annotated[
+        int | None,
+        typer.Option("--keep", "-n", min=0, help="Traces to keep (default $OCTY_TRACE_KEEP)."),
+    ] = None,
+    days: Annotated[
+        float | None,
+        typer.Option(
+            "--days", min=0.0, help="Remove traces older than this (default $OCTY_TRACE_MAX_DAYS)."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Remove old debug traces and the checkpoints of their runs."""
+    from octygraph.retention import prune
+
+    result = prune(settings(), keep=keep, max_days=days)
+    if as_json:
+        typer.echo(json.dumps({"traces": result.traces, "runs": result.checkpoint_threads}))
+        return
+    out.print(
+        f"Removed {result.traces} traces and the checkpoints of {result.checkpoint_threads} runs."
+    )
 
 
 @trace_app.command("replay")

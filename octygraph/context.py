@@ -58,6 +58,9 @@ class Context:
     """Claude Code's transcript of the session (hooks); its existence says the session's own prompts are
     in the conversation the model sees."""
     source: str = "user"
+    injection: str | None = None
+    """Why the message, judged whole and before redaction, is an injection attempt; then nothing from
+    it is stored."""
     _gazetteer: Any = field(default=None, init=False, repr=False, compare=False)
 
     def memory(self) -> MemoryStore:

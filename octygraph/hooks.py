@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from octygraph.claude import hook_io, manifest, modes
+from octygraph.private import private_mkdir
 from octygraph.sessions import SessionLog
 from octygraph.settings import Settings
 
@@ -60,7 +61,7 @@ def _record_failure(
         from octygraph.traces import new_trace_id, write_trace
 
         paths = settings.paths
-        paths.debug_dir.mkdir(parents=True, exist_ok=True)
+        private_mkdir(paths.debug_dir)
         write_trace(
             paths.debug_dir,
             {
@@ -99,6 +100,12 @@ def _after_run(settings: Settings, event: str, session_id: str, result: dict[str
             )
         except Exception as exc:
             log.warning("manifest not updated: %s", exc)
+    try:
+        from octygraph.retention import prune_if_due
+
+        prune_if_due(settings)  # after the answer went out: the prompt does not wait for it
+    except Exception as exc:
+        log.warning("old traces not pruned: %s", exc)
     modes.dev_log(
         paths,
         event,
@@ -138,6 +145,9 @@ def _configure_logging(settings: Settings) -> None:
             level=logging.INFO,
             format="%(asctime)s octygraph %(levelname)s %(message)s",
         )
+        from octygraph.heuristics.secrets import redact_logs
+
+        redact_logs()
 
 
 StoreLease = Callable[[Settings], AbstractAsyncContextManager["MemoryStore"]]

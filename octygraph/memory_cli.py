@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from octygraph.private import private_mkdir
 from octygraph.service import service_health
 
 if TYPE_CHECKING:
@@ -621,7 +622,7 @@ def _write_private(path: Path, text: str) -> None:
     path = path.expanduser()
     if path.is_dir():
         raise _cli().UserError(f"{path} is a folder; give a file name for the export.")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_mkdir(path.parent)
     tmp = path.with_name(f".{path.name}.partial")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -20,6 +20,7 @@ from octygraph.models import (
     StorageDecision,
     StorageItem,
 )
+from octygraph.private import private_mkdir
 
 STATE_TYPES = [
     Classification,
@@ -42,7 +43,7 @@ def make_serde() -> JsonPlusSerializer:
 async def open_checkpointer(path: str | Path) -> AsyncIterator[AsyncSqliteSaver]:
     """An AsyncSqliteSaver on `path` (WAL), closed on exit; the file is private to the user."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_mkdir(path.parent)
     conn = await aiosqlite.connect(str(path), timeout=15.0)
     try:
         await conn.execute("PRAGMA busy_timeout = 15000")

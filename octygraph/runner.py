@@ -17,6 +17,8 @@ from langchain_core.runnables import RunnableConfig
 
 from octygraph.context import Context
 from octygraph.graph import build_graph
+from octygraph.heuristics.intent import injection_reason
+from octygraph.heuristics.secrets import redact_secrets
 from octygraph.llm.usage import UsageTracker
 from octygraph.persistence import open_checkpointer
 from octygraph.settings import Settings
@@ -125,6 +127,10 @@ async def run_prompt(
     """Run the whole pipeline on one prompt; returns the `run --json` object (and writes the trace)."""
     options = options or RunOptions()
     started = time.perf_counter()
+    # Judged whole before redaction (which would hide an encoded payload), then secrets go before
+    # anything is written: the graph state (so checkpoints), the LLM, the trace.
+    injection = injection_reason(prompt)
+    prompt = redact_secrets(prompt)[0]
     trace_id = new_trace_id()
     ctx = context or make_context(
         settings,
@@ -136,6 +142,8 @@ async def run_prompt(
         today=options.today,
         store_only=options.store_only,
     )
+    if injection is not None:
+        ctx.injection = injection
     config: RunnableConfig = {
         "configurable": {"thread_id": trace_id},
         "run_name": "octygraph",

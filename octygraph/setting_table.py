@@ -129,6 +129,9 @@ TABLE: tuple[Setting, ...] = (
     Setting("OCTY_CONTEXT_BUDGET", "6000", positive_int, _R, "characters of injected context"),
     Setting("OCTY_HOOK_BUDGET_S", "12", positive_float, _R, "seconds a prompt hook may take"),
     Setting("OCTY_DEBUG", "0", flag, _R, "log every stage to stderr"),
+    # Retention of debug traces and their checkpoints
+    Setting("OCTY_TRACE_KEEP", "500", positive_int, _R, "debug traces (and checkpoints) kept"),
+    Setting("OCTY_TRACE_MAX_DAYS", "30", positive_float, _R, "days a debug trace is kept"),
     # Read from the service's own environment
     Setting("OCTY_OPENROUTER_BASE_URL", None, text, _S, "OpenRouter base URL override"),
     Setting("OCTY_CF_BASE_URL", None, text, _S, "Workers AI base URL override"),

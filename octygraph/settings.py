@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from octygraph import setting_table as table
+from octygraph.private import private_mkdir
 
 DEFAULT_MODEL: str = table.default("LAYER1")
 DEFAULT_VOYAGE_MODEL: str = table.default("VOYAGE_MODEL")
@@ -129,7 +130,9 @@ class ProjectPaths:
             self.snapshots_dir,
             self.db.parent,
         ):
-            folder.mkdir(parents=True, exist_ok=True)
+            private_mkdir(folder)
+            if not folder.is_relative_to(self.home):
+                continue  # DB_PATH's folder is the user's own: only what we created is made private
             try:
                 folder.chmod(0o700)
             except OSError:
@@ -195,6 +198,8 @@ class Settings:
     context_budget_chars: int = table.default("OCTY_CONTEXT_BUDGET")
     hook_budget_s: float = table.default("OCTY_HOOK_BUDGET_S")
     debug: bool = table.default("OCTY_DEBUG")
+    trace_keep: int = table.default("OCTY_TRACE_KEEP")
+    trace_max_days: float = table.default("OCTY_TRACE_MAX_DAYS")
 
     @classmethod
     def from_env(
@@ -240,6 +245,8 @@ class Settings:
             context_budget_chars=_parsed(env, "OCTY_CONTEXT_BUDGET"),
             hook_budget_s=_parsed(env, "OCTY_HOOK_BUDGET_S"),
             debug=_parsed(env, "OCTY_DEBUG"),
+            trace_keep=_parsed(env, "OCTY_TRACE_KEEP"),
+            trace_max_days=_parsed(env, "OCTY_TRACE_MAX_DAYS"),
         )
 
     @property

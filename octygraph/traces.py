@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from octygraph.private import private_mkdir
+
 
 class TraceNotFound(LookupError):
     """No trace with that id."""
@@ -33,8 +35,11 @@ def to_jsonable(value: Any) -> Any:
 
 
 def write_trace(debug_dir: Path, trace: dict[str, Any]) -> Path:
-    """Write atomically, private to the user."""
-    debug_dir.mkdir(parents=True, exist_ok=True)
+    """Write atomically, private to the user, with every secret redacted."""
+    from octygraph.heuristics.secrets import redact_deep
+
+    trace = redact_deep(to_jsonable(trace))
+    private_mkdir(debug_dir)
     path = debug_dir / f"{trace['trace_id']}.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(to_jsonable(trace), ensure_ascii=False, indent=2), encoding="utf-8")

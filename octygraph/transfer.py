@@ -16,6 +16,8 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from octygraph.heuristics.intent import is_injection_message
+from octygraph.heuristics.secrets import is_secret_name, redact_deep, redact_secrets
 from octygraph.profiles.graph import GraphSpec, ProgressFn, write_graph
 from octygraph.store import (
     NODE_TYPES,
@@ -259,9 +261,10 @@ class _NodeRecord(BaseModel):
             raise ValueError(f"unknown subtype {self.subtype!r} for {self.type}")
         if not self.content.strip():
             raise ValueError("empty content")
+        # An export from elsewhere may carry secrets: they are redacted before anything is written.
         return NewNode(
             node_type=self.type,
-            content=self.content,
+            content=redact_secrets(self.content)[0],
             subtype=self.subtype,
             salience=self.salience,
             confidence=self.confidence,
@@ -269,7 +272,7 @@ class _NodeRecord(BaseModel):
             valid_from=self.valid_from,
             valid_until=self.valid_until,
             scope=self.scope,
-            attributes=self.attributes,
+            attributes=redact_deep(self.attributes),
             id=self.id,
             created_at=self.created_at or utcnow(),
         )
@@ -291,7 +294,7 @@ class _EdgeRecord(BaseModel):
             self.source_id,
             self.target_id,
             self.edge_type,
-            self.attributes,
+            redact_deep(self.attributes),
             self.created_at or utcnow(),
         )
 
@@ -313,12 +316,23 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     except IsADirectoryError:
         raise TransferError(f"{path} is a folder; give the JSONL file to import.") from None
     with handle:
-        for number, line in enumerate(handle, start=1):
+        number = 0
+        lines = enumerate(handle, start=1)
+        while True:
+            try:
+                number, line = next(lines)
+            except StopIteration:
+                return
+            except UnicodeDecodeError:
+                raise TransferError(
+                    f"Line {number + 1} of {path.name} is not UTF-8 text; import takes the JSONL "
+                    "that `octygraph memory export --format jsonl` writes."
+                ) from None
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise TransferError(
                     f"Line {number} of {path.name} is not JSON; import takes the JSONL that "
                     "`octygraph memory export --format jsonl` writes."
@@ -332,6 +346,7 @@ def parse_jsonl(path: Path) -> ParsedExport:
     """Read and check a whole JSONL export before anything is written."""
     parsed = ParsedExport([], {}, [])
     seen: set[str] = set()
+    dropped: set[str] = set()
     for number, record in _records(path):
         kind = record.get("kind")
         try:
@@ -340,11 +355,19 @@ def parse_jsonl(path: Path) -> ParsedExport:
                 if node.id in seen:
                     raise ValueError(f"memory id {node.id!r} appears twice")
                 seen.add(node.id)
+                if (node.type == "entity" and is_secret_name(node.content)) or is_injection_message(
+                    node.content
+                ):
+                    # A secret is never an entity, an injection never a memory; links go with them.
+                    dropped.add(node.id)
+                    continue
                 parsed.nodes.append(node.to_new_node())
                 if node.superseded_by:
                     parsed.superseded_by[node.id] = node.superseded_by
             elif kind == "edge":
-                parsed.edges.append(_EdgeRecord.model_validate(record).to_edge())
+                edge = _EdgeRecord.model_validate(record).to_edge()
+                if not {edge.source_id, edge.target_id} & dropped:
+                    parsed.edges.append(edge)
             elif kind == EXPORT_KIND:
                 if int(record.get("version", 0)) > EXPORT_VERSION:
                     raise ValueError("it was written by a newer octygraph")
@@ -356,10 +379,11 @@ def parse_jsonl(path: Path) -> ParsedExport:
             raise TransferError(
                 f"Line {number} of {path.name} is not a valid {kind} record ({where}: {first['msg']})."
             ) from None
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
             raise TransferError(
                 f"Line {number} of {path.name} cannot be imported: {exc}."
             ) from None
+    parsed.superseded_by = {k: v for k, v in parsed.superseded_by.items() if v not in dropped}
     if not parsed.nodes and not parsed.edges:
         raise TransferError(f"{path.name} holds no memories to import.")
     return parsed

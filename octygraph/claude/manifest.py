@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 
 from typing_extensions import TypedDict
 
+from octygraph.private import private_mkdir
+
 VERSION = 1
 ENTRY_FIELDS = ("session_id", "node_id", "type", "subtype", "content", "source", "stored_at")
 
@@ -66,7 +68,7 @@ def normalize_entry(raw: Mapping[str, Any]) -> ManifestEntry:
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """Hold an exclusive lock for `path` (on `<path>.lock`, which is never replaced)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_mkdir(path.parent)
     lock_path = path.with_name(path.name + ".lock")
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -147,7 +149,9 @@ def append(path: Path, entries: Iterable[Mapping[str, Any]]) -> int:
     Raises:
         ValueError: when an entry has no `node_id` (nothing is written then).
     """
-    new = [normalize_entry(entry) for entry in entries]
+    from octygraph.heuristics.secrets import redact_deep
+
+    new = [normalize_entry(redact_deep(dict(entry))) for entry in entries]
     if not new:
         return 0
     return _update(path, lambda current: ([*current, *new], len(new)))

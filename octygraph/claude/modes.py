@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from octygraph.private import private_mkdir
 from octygraph.settings import ProjectPaths
 
 # Past this size the dev log is rotated to `dev.log.1` so it cannot grow without bound.
@@ -29,7 +30,7 @@ def is_on(flag_path: Path) -> bool:
 def set_mode(flag_path: Path, on: bool) -> bool:
     """Turn a mode on (create the flag file) or off (remove it); returns the new state."""
     if on:
-        flag_path.parent.mkdir(parents=True, exist_ok=True)
+        private_mkdir(flag_path.parent)
         fd = os.open(flag_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(datetime.now(UTC).isoformat(timespec="seconds") + "\n")
@@ -49,14 +50,16 @@ def dev_log(paths: ProjectPaths, event: str, data: dict[str, Any]) -> None:
         if not is_on(paths.dev_mode_flag):
             return
         log = paths.dev_log
-        log.parent.mkdir(parents=True, exist_ok=True)
+        private_mkdir(log.parent)
         try:
             if log.stat().st_size > DEV_LOG_MAX_BYTES:
                 os.replace(log, log.with_name(log.name + ".1"))
         except FileNotFoundError:
             pass
         stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
-        body = json.dumps(data, ensure_ascii=False, default=str, sort_keys=True)
+        from octygraph.heuristics.secrets import redact_deep
+
+        body = json.dumps(redact_deep(data), ensure_ascii=False, default=str, sort_keys=True)
         line = f"{stamp} {event} {body}\n"
         # O_APPEND keeps lines from concurrent hooks whole.
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

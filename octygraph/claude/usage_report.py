@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from octygraph.private import private_mkdir
+
 if TYPE_CHECKING:
     from octygraph.settings import Settings
 
@@ -163,8 +165,14 @@ def spawn_report(
 
 def _log_failure(debug_dir: Path, outcome: str) -> None:
     try:
-        debug_dir.mkdir(parents=True, exist_ok=True)
+        private_mkdir(debug_dir)
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        try:
+            from octygraph.heuristics.secrets import redact_secrets
+
+            outcome = redact_secrets(outcome)[0]  # a server's error text may echo a token
+        except Exception:
+            pass
         fd = os.open(debug_dir / REPORT_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(fd, "a", encoding="utf-8") as handle:
             handle.write(f"{stamp} {outcome}\n")

@@ -18,6 +18,7 @@ from octygraph.heuristics.lexicon import (
     TOOL_NAME_ENDINGS,
     TOOLS,
 )
+from octygraph.heuristics.secrets import is_secret_name
 from octygraph.heuristics.text import WORD, strip_possessive
 from octygraph.models import EntityMention, normalize_kind
 
@@ -258,6 +259,8 @@ def extract_entities(
 
     def add(name: str, kind: str, ambiguous: bool) -> None:
         name = name.strip(" -'’.")
+        if is_secret_name(name):
+            return  # a redacted or secret token is never an entity
         if name and name.casefold() not in seen:
             seen.add(name.casefold())
             found.append(EntityMention(name=name, kind=kind, ambiguous=ambiguous))  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 from octygraph import prompts
 from octygraph.context import Context
 from octygraph.heuristics import reconcile as wording
+from octygraph.heuristics.secrets import is_secret_name
 from octygraph.models import (
     Classification,
     ExtractedInstruction,
@@ -80,7 +81,7 @@ def _force_store(
             entity_ids = [
                 store.ensure_entity(name, kinds.get(name.casefold()))[0].id
                 for name in item.entities
-                if name.strip()
+                if name.strip() and not is_secret_name(name)
             ]
             old_id = _find_replaced(store, item, entity_ids) if item.correction else None
             if old_id:
@@ -89,6 +90,7 @@ def _force_store(
                     old_id=old_id,
                     new_content=item.content,
                     grounding_text=prompt,
+                    injection=ctx.injection,
                     source=ctx.source,
                 )
                 for entity_id in entity_ids:  # the corrected memory is also about the new names
@@ -100,6 +102,7 @@ def _force_store(
                     node_type=item.type,
                     content=item.content,
                     grounding_text=prompt,
+                    injection=ctx.injection,
                     subtype=item.subtype,
                     valid_from=item.valid_from,
                     entity_ids=entity_ids,

@@ -15,6 +15,7 @@ from typing import Any
 
 import sqlean
 
+from octygraph.private import private_mkdir
 from octygraph.store import StoreError
 from octygraph.store.schema import SCHEMA_VERSION
 
@@ -143,7 +144,7 @@ def backup_file(source: Path, target: Path) -> None:
 
     The copy is left in rollback-journal mode, so it is one self-contained file.
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_mkdir(target.parent)
     tmp = target.with_name(f".{target.name}.partial")
     _remove(tmp)
     src = sqlean.connect(str(source), timeout=15.0)
@@ -165,7 +166,7 @@ def backup_file(source: Path, target: Path) -> None:
 
 def raw_copy(source: Path, target: Path) -> None:
     """Byte copy of a file that SQLite cannot read (with its WAL), so even a damaged database is kept."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_mkdir(target.parent)
     shutil.copy2(source, target)
     _private(target)
     wal = Path(f"{source}-wal")
@@ -181,7 +182,7 @@ def restore_into(source: Path, live: Path) -> None:
     stay consistent. A missing or unreadable one is replaced by a finished temp file, with its stale
     `-wal`/`-shm` removed first (they would otherwise be replayed onto the new file).
     """
-    live.parent.mkdir(parents=True, exist_ok=True)
+    private_mkdir(live.parent)
     if _healthy(live):
         src = _connect_ro(source)
         try:

@@ -134,6 +134,48 @@ def insert_edges(store: MemoryStore, edges: Iterable[Edge]) -> int:
     return store.add_edges(edges)
 
 
+def merge_entities(store: MemoryStore, spec: GraphSpec) -> GraphSpec:
+    """`spec` with one entity per name (whatever its case): a current entity named like one already
+    stored, or like an earlier one in `spec`, is dropped and its links point at that one instead.
+
+    The store keeps one current entity per name (a unique index), so an import of "Acme" into a
+    database that knows "ACME" links to it rather than failing.
+    """
+    replaced = {old for old, _ in spec.superseded}
+    names: dict[str, str] = {}
+    alias: dict[str, str] = {}
+    nodes: list[NewNode] = []
+    for node in spec.nodes:
+        if node.node_type != "entity" or node.id in replaced or not node.id:
+            nodes.append(node)
+            continue
+        key = node.content.strip().lower()
+        if key not in names:
+            found = store.find_entity(node.content, semantic=False)
+            if found is not None and found.content.strip().lower() == key:
+                names[key] = found.id
+        if key in names and names[key] != node.id:
+            alias[node.id] = names[key]
+            continue
+        names[key] = node.id
+        nodes.append(node)
+    if not alias:
+        return spec
+    edges = [
+        Edge(
+            e.id,
+            alias.get(e.source_id, e.source_id),
+            alias.get(e.target_id, e.target_id),
+            e.edge_type,
+            e.attributes,
+            e.created_at,
+        )
+        for e in spec.edges
+    ]
+    superseded = [(old, alias.get(new, new)) for old, new in spec.superseded]
+    return GraphSpec(nodes, edges, superseded)
+
+
 def write_graph(
     store: MemoryStore,
     spec: GraphSpec,
@@ -150,6 +192,7 @@ def write_graph(
         How many of `spec.edges` were added (the others were already there).
     """
     prefix = f"{label}: " if label else ""
+    spec = merge_entities(store, spec)
     vectors = embed_unique(
         store.embedder,
         [n.content for n in spec.nodes],

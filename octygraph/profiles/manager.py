@@ -17,6 +17,7 @@ from typing import Any
 
 import sqlean
 
+from octygraph.private import private_mkdir
 from octygraph.profiles.baseline import small_baseline_graph
 from octygraph.profiles.dbfile import (
     DbInfo,
@@ -167,7 +168,7 @@ def build_database(
     label: str = "",
 ) -> DbInfo:
     """Write `spec` into a new database at `path`, replacing it only once complete."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_mkdir(path.parent)
     tmp = path.with_name(f".build-{path.stem}-{os.getpid()}.db")
     remove_database(tmp)
     try:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from typing_extensions import TypedDict
 
+from octygraph.private import private_mkdir
+
 
 class ProfileState(TypedDict):
     """The profile state file's content."""
@@ -44,7 +46,7 @@ def read_state(path: Path) -> ProfileState:
 
 def write_state(path: Path, state: ProfileState) -> None:
     """Write the state atomically (temp file, then rename), private to the user."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_mkdir(path.parent)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
     try:

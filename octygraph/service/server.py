@@ -529,6 +529,9 @@ def configure_logging() -> None:
     )
     # The service's own events; the pipeline's stage logs stay out unless verbose mode asks for them.
     log.setLevel(logging.INFO)
+    from octygraph.heuristics.secrets import redact_logs
+
+    redact_logs()  # the log file is on disk too: no secret reaches it
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ timeout and WAL, so two processes (two Claude sessions on one project) can write
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import uuid
@@ -22,6 +23,7 @@ import numpy as np
 import sqlean
 import sqlite_vec
 
+from octygraph.private import private_mkdir
 from octygraph.store.schema import (
     CORE_DDL,
     DEFAULT_SCOPE,
@@ -283,6 +285,7 @@ class MemoryStore:
         self._conn = conn
         self._lock = threading.RLock()
         self._vector_cache: VectorCache | None = None
+        self.read_only = False
 
     def enable_vector_cache(self) -> None:
         """Serve vector searches from an in-memory matrix (for long-running processes; see vector_cache)."""
@@ -332,13 +335,33 @@ class MemoryStore:
             raise StoreError(f"No memory database at {path}.")
         if path.exists() and path.is_dir():
             raise NotAnOctygraphDatabase(f"{path} is a folder, not an octygraph database.")
+        if path.exists() and not path.is_file():
+            raise NotAnOctygraphDatabase(
+                f"{path} is not a regular file, so it cannot hold an octygraph database; "
+                "point DB_PATH at a file."
+            )
+        if not path.exists():
+            cls._create_atomically(path, embedder)
         existed = path.exists() and path.stat().st_size > 0
         if not existed:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_mkdir(path.parent)
+        # A home we may only read (a read-only mount, another user's folder) still answers reads.
+        read_only = existed and not (
+            os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+        )
         try:
-            conn = sqlean.connect(
-                str(path), timeout=15.0, isolation_level=None, check_same_thread=False
-            )
+            if read_only:
+                conn = sqlean.connect(
+                    f"{path.resolve().as_uri()}?mode=ro",
+                    uri=True,
+                    timeout=15.0,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+            else:
+                conn = sqlean.connect(
+                    str(path), timeout=15.0, isolation_level=None, check_same_thread=False
+                )
             conn.enable_load_extension(True)
             sqlite_vec.load(conn)
             conn.enable_load_extension(False)
@@ -347,6 +370,11 @@ class MemoryStore:
                 r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
             }
         except sqlean.DatabaseError as exc:
+            if read_only or "unable to open" in str(exc):
+                raise StoreError(
+                    f"The memory database {path} cannot be opened ({exc}); check that you may "
+                    "read it and its folder."
+                ) from None
             raise NotAnOctygraphDatabase(
                 f"{path} is not an octygraph database (SQLite says: {exc})."
             ) from None
@@ -356,6 +384,7 @@ class MemoryStore:
                 f"{path} is not an octygraph database; point DB_PATH elsewhere or move the file away."
             )
         store = cls(path, embedder, conn)
+        store.read_only = read_only
         try:
             store._init_schema(check_model=check_model)
         except BaseException:
@@ -368,8 +397,43 @@ class MemoryStore:
                 pass
         return store
 
+    @classmethod
+    def _create_atomically(cls, path: Path, embedder: Embedder) -> None:
+        """Build a new database's schema in a private temporary file, then link it into place.
+
+        Concurrent first hooks on a new project then see either no file or a whole database, never
+        one half-created (which they took for "not an octygraph database"). The loser of the race
+        keeps the winner's file.
+        """
+        private_mkdir(path.parent)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.creating")
+        try:
+            conn = sqlean.connect(str(tmp), timeout=15.0, isolation_level=None)
+            try:
+                conn.enable_load_extension(True)
+                sqlite_vec.load(conn)
+                conn.enable_load_extension(False)
+                store = cls(tmp, embedder, conn)
+                store._init_schema(check_model=False)
+                conn.execute("PRAGMA journal_mode=DELETE")  # no -wal file left beside the temp file
+            finally:
+                conn.close()
+            tmp.chmod(0o600)
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                pass  # another process created it first: use theirs
+        except OSError:
+            pass  # e.g. a file system without hard links: the ordinary path below creates it
+        finally:
+            for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm"), Path(f"{tmp}-journal")):
+                leftover.unlink(missing_ok=True)
+
     def _init_schema(self, *, check_model: bool) -> None:
         conn = self._conn
+        if self.read_only:
+            self._check_meta(check_model=check_model)  # nothing to create: we may only read
+            return
         if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
@@ -392,6 +456,14 @@ class MemoryStore:
         # The duplicate-edge check needs this index; databases made before it existed get it here.
         with self.transaction():
             conn.execute(EDGE_PAIR_INDEX)
+        try:
+            with self.transaction():
+                conn.execute(ENTITY_NAME_UNIQUE)
+        except sqlean.IntegrityError:
+            pass  # an older database already holds duplicates: `ensure_entity` still serialises
+        self._check_meta(check_model=check_model)
+
+    def _check_meta(self, *, check_model: bool) -> None:
         meta = self.meta()
         version = int(meta.get("schema_version", "0"))
         if version > SCHEMA_VERSION:
@@ -427,6 +499,10 @@ class MemoryStore:
             if conn.in_transaction:
                 yield conn
                 return
+            if self.read_only:
+                raise StoreError(
+                    f"The memory database {self.path} is read-only here; nothing can be written."
+                )
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -468,9 +544,16 @@ class MemoryStore:
                 if vectors is not None
                 else self.embedder.embed_array([i.content.strip() for i in chunk])
             )
-            with self.transaction() as conn:
-                for item, vec in zip(chunk, chunk_vecs, strict=True):
-                    created.append(self._insert(conn, item, vec))
+            try:
+                with self.transaction() as conn:
+                    for item, vec in zip(chunk, chunk_vecs, strict=True):
+                        created.append(self._insert(conn, item, vec))
+            except sqlean.IntegrityError as exc:
+                if "entity_name_unique" not in str(exc) and "nodes.content" not in str(exc):
+                    raise
+                raise StoreError(
+                    "An entity with that name already exists; nothing was written."
+                ) from None
             if progress:
                 progress(len(chunk))
         return created
@@ -613,7 +696,11 @@ class MemoryStore:
         return added
 
     def ensure_entity(self, name: str, subtype: str | None = None) -> tuple[Node, bool]:
-        """The entity called `name`, created when none matches; returns (node, created)."""
+        """The entity called `name`, created when none matches; returns (node, created).
+
+        An upsert: the look-up and the insert share one write transaction (and the unique name
+        index backs it), so ten writers naming one new entity at once leave one entity.
+        """
         name = name.strip()
         if not name:
             raise StoreError("An entity needs a name.")
@@ -622,7 +709,18 @@ class MemoryStore:
             return found, False
         if subtype is not None and subtype not in SUBTYPES["entity"]:
             subtype = None
-        return self.add_node("entity", name, subtype=subtype), True
+        vec = self.embedder.embed_array([name])[0]  # outside the lock: embedding is the slow part
+        try:
+            with self.transaction() as conn:
+                found = self.find_entity(name, semantic=False)
+                if found is not None:
+                    return found, False  # another writer created it meanwhile
+                return self._insert(conn, NewNode("entity", name, subtype=subtype), vec), True
+        except sqlean.IntegrityError:
+            found = self.find_entity(name, semantic=False)
+            if found is None:
+                raise
+            return found, False
 
     def supersede(self, old_id: str, new_content: str, **overrides: Any) -> Node:
         """Replace a memory: the old node points at the new one, which inherits its edges."""
@@ -651,6 +749,9 @@ class MemoryStore:
             row = conn.execute("SELECT superseded_by FROM nodes WHERE id=?", (old_id,)).fetchone()
             if row is None or row[0]:
                 raise StoreError(f"Memory {old_id} changed while it was being replaced; try again.")
+            # Replaced first, so a renamed entity ("acme" -> "Acme") does not meet itself in the index.
+            item.id = item.id or new_id()
+            conn.execute("UPDATE nodes SET superseded_by=? WHERE id=?", (item.id, old_id))
             new = self._insert(conn, item, vec)
             edges = conn.execute(
                 "SELECT source_id, target_id, edge_type, attributes FROM edges "
@@ -1362,7 +1463,7 @@ class MemoryStore:
     def backup_to(self, target: str | Path) -> None:
         """Copy this database to `target` with SQLite's online backup (consistent during writes)."""
         target = Path(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        private_mkdir(target.parent)
         tmp = target.with_name(target.name + ".partial")
         if tmp.exists():
             tmp.unlink()
@@ -1378,6 +1479,13 @@ class MemoryStore:
             target.chmod(0o600)
         except OSError:
             pass
+
+
+ENTITY_NAME_UNIQUE = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS idx_entity_name_unique ON nodes(lower(content)) "
+    "WHERE node_type = 'entity' AND superseded_by IS NULL"
+)
+"""One current entity per name, whatever its case."""
 
 
 def _prefixed(alias: str) -> str:

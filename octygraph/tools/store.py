@@ -78,12 +78,14 @@ def store_memory(
         node_type=type,
         content=content,
         grounding_text=_grounding(runtime),
+        injection=ctx.injection,
         subtype=subtype,
         valid_from=valid_from,
         entity_ids=entity_ids or [],
         edge_type=edge_type,
         salience=salience,
-        source=ctx.source if source not in ("user", "claude") else source,
+        # The model may not upgrade what the assistant said (the Stop hook) to the user's words.
+        source="claude" if ctx.source == "claude" or source == "claude" else ctx.source,
         scope=scope,
         related_ids=related_ids or [],
     )
@@ -106,6 +108,7 @@ def supersede_memory(old_id: str, new_content: str, runtime: ToolRuntime[Context
         old_id=old_id,
         new_content=new_content,
         grounding_text=_grounding(runtime),
+        injection=ctx.injection,
         source=ctx.source,
     )
     return result.text, result.records

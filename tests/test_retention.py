@@ -1,0 +1,77 @@
+"""Retention: traces and checkpoints are pruned by count and age, by hand and after runs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from octygraph.cli import app
+from octygraph.retention import prune, prune_if_due
+from octygraph.runner import RunOptions, run_prompt
+from octygraph.services import open_store
+from octygraph.settings import Settings
+
+
+def _runs(settings: Settings, count: int) -> list[str]:
+    ids = []
+    with open_store(settings) as store:
+        for i in range(count):
+            result = asyncio.run(
+                run_prompt(
+                    f"Build {i} of the billing service passed.",
+                    settings,
+                    store,
+                    RunOptions(offline=True),
+                )
+            )
+            ids.append(result["trace_id"])
+    return ids
+
+
+def _threads(settings: Settings) -> set[str]:
+    conn = sqlite3.connect(settings.paths.checkpoints)
+    try:
+        return {r[0] for r in conn.execute("SELECT DISTINCT thread_id FROM checkpoints")}
+    finally:
+        conn.close()
+
+
+def test_prune_keeps_the_newest_traces_and_their_checkpoints_only(home: Path) -> None:
+    settings = Settings.from_env()
+    ids = _runs(settings, 5)
+    assert _threads(settings) == set(ids)
+    result = prune(settings, keep=2)
+    assert result.traces == 3 and result.checkpoint_threads == 3
+    assert sorted(p.stem for p in settings.paths.debug_dir.glob("2*.json")) == ids[-2:]
+    assert _threads(settings) == set(ids[-2:])
+
+
+def test_prune_by_age_and_the_cli_command(home: Path) -> None:
+    settings = Settings.from_env()
+    ids = _runs(settings, 3)
+    # Ten days from now every trace is older than a 5-day limit.
+    assert prune(settings, max_days=5, now=time.time() + 10 * 86400).traces == 3
+    assert _threads(settings) == set()
+    ids = _runs(settings, 2)
+    result = CliRunner().invoke(app, ["trace", "prune", "--keep", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"traces": 1, "runs": 1}
+    assert _threads(settings) == {ids[-1]}
+
+
+def test_runs_prune_once_over_the_limit(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OCTY_TRACE_KEEP", "3")
+    settings = Settings.from_env()
+    assert settings.trace_keep == 3
+    _runs(settings, 4)
+    assert prune_if_due(settings) is not None
+    assert len(list(settings.paths.debug_dir.glob("2*.json"))) == 3
+    assert prune_if_due(settings) is None
+    assert oct(os.stat(settings.paths.debug_dir).st_mode & 0o777) == "0o700"
