@@ -682,6 +682,18 @@ def memory_manifest(
     out.print(table)
 
 
+@app.command("mcp")
+@user_errors
+def mcp_command() -> None:
+    """Serve this project's memory to Claude as an MCP server over stdio (search, remember, forget, rules).
+
+    Claude Code starts it through the plugin; to add it by hand: `claude mcp add octygraph -- octygraph mcp`.
+    """
+    from octygraph.mcp_server import serve_stdio
+
+    serve_stdio(settings())
+
+
 # Command groups that live in their own modules, registered once every command above exists.
 from octygraph.memory_cli import register as _register_memory  # noqa: E402
 from octygraph.service.cli import serve_app  # noqa: E402
