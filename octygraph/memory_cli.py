@@ -42,7 +42,9 @@ Review:
   octygraph memory ls [--type T] [--since DATE] [--limit N] [--all]
   octygraph memory show ID                       a memory, its links, versions and provenance
   octygraph memory edit ID "new text"            replace it (the old version is kept as replaced)
-  octygraph memory forget ID                     delete it with its links
+  octygraph memory forget ID [--purge]           archive it (restorable); --purge deletes it
+  octygraph memory restore ID                    bring back a forgotten memory
+  octygraph memory ls --archived                 what was forgotten
   octygraph memory add "text" [--type T]         store one memory directly
   octygraph memory export [--format markdown|jsonl] [--output FILE]
   octygraph memory import FILE.jsonl             add an export's memories (same ids are skipped)
@@ -447,7 +449,11 @@ def memory_show(
     _print(f"{_kind(node)}  {node.id}")
     _print(node.content)
     _print()
-    status = f"replaced by {node.superseded_by}" if node.superseded_by else "current"
+    from octygraph.review import status as review_status
+
+    status = review_status(node)
+    if status == "replaced":
+        status = f"replaced by {node.superseded_by}"
     rows = [
         ("status", status),
         ("source", node.source),
@@ -479,7 +485,7 @@ def memory_show(
         _print(f"Versions ({len(chain)}), oldest first")
         for i, version in enumerate(chain, start=1):
             mark = "  <- this one" if version.id == node.id else ""
-            state = "replaced" if version.superseded_by else "current"
+            state = review_status(version)
             _print(f"  {i}. {version.id}  {version.created_at}  [{state}] {version.content}{mark}")
 
 
@@ -492,7 +498,10 @@ def memory_ls(
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100_000, help="How many.")] = 50,
     include_superseded: Annotated[
-        bool, typer.Option("--all", help="Include memories that were replaced.")
+        bool, typer.Option("--all", help="Include memories that were replaced or forgotten.")
+    ] = False,
+    archived: Annotated[
+        bool, typer.Option("--archived", help="Only forgotten (archived) memories.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
@@ -502,9 +511,16 @@ def memory_ls(
 
     when = _cli().parse_date(since, "--since")
     with _active_store() as store:
-        nodes = store.list_nodes(
-            types=type_ or None, since=when, limit=limit, include_superseded=include_superseded
-        )
+        if archived:
+            nodes = [
+                n
+                for n in store.archived_nodes(limit)
+                if (not type_ or n.node_type in type_) and (not when or n.created_at >= when)
+            ]
+        else:
+            nodes = store.list_nodes(
+                types=type_ or None, since=when, limit=limit, include_superseded=include_superseded
+            )
     if as_json:
         _echo_json([n.to_dict() for n in nodes])
         return
@@ -524,22 +540,12 @@ def memory_edit(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Correct a memory: a new version replaces it (re-embedded); the old one is kept as replaced."""
-    from octygraph.heuristics.safety import redact_secrets
+    from octygraph import review
 
-    clean, _ = redact_secrets(text.strip())
-    if not clean:
-        raise _cli().UserError("The new text is empty; give the corrected sentence.")
     with _active_store() as store:
-        old = store.get_node(node_id.strip())
-        if old is None:
+        if store.get_node(node_id.strip()) is None:
             raise _unknown(node_id)
-        if old.superseded_by:
-            raise _cli().UserError(
-                f"Memory {old.id} was already replaced by {old.superseded_by}; edit that one instead."
-            )
-        if clean == old.content:
-            raise _cli().UserError("The new text is the same as the old one; nothing to change.")
-        new = store.supersede(old.id, clean)
+        old, new = review.edit(store, node_id, text)
     if as_json:
         _echo_json({"old": old.to_dict(), "new": new.to_dict()})
         return
@@ -548,18 +554,46 @@ def memory_edit(
 
 
 def memory_forget(
-    node_id: Annotated[str, typer.Argument(metavar="ID", help="The memory to delete.")],
+    node_id: Annotated[str, typer.Argument(metavar="ID", help="The memory to forget.")],
+    purge: Annotated[
+        bool, typer.Option("--purge", help="Delete it for good, with its links (no undo).")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Delete a memory with its links and vectors (an older version it replaced becomes current)."""
+    """Forget a memory: archived (out of recall, restorable with `memory restore`), or deleted with --purge."""
+    from octygraph import review
+
     with _active_store() as store:
         node = store.get_node(node_id.strip())
-        if node is None or not store.delete_node(node.id):
+        if node is None:
             raise _unknown(node_id)
+        if purge:
+            store.delete_node(node.id)
+        else:
+            node = review.forget(store, node.id)
     if as_json:
-        _echo_json({"forgotten": node.to_dict()})
+        _echo_json({"forgotten": node.to_dict(), "purged": purge})
         return
     _print(f"Forgot {_kind(node)} {node.id}: {node.content}")
+    if not purge:
+        _print(f"It is archived; `octygraph memory restore {node.id}` brings it back.")
+
+
+def memory_restore(
+    node_id: Annotated[str, typer.Argument(metavar="ID", help="The archived memory.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Bring back a forgotten (archived) memory."""
+    from octygraph import review
+
+    with _active_store() as store:
+        if store.get_node(node_id.strip()) is None:
+            raise _unknown(node_id)
+        node = review.restore(store, node_id)
+    if as_json:
+        _echo_json({"restored": node.to_dict()})
+        return
+    _print(f"Restored {_kind(node)} {node.id}: {node.content}")
 
 
 def memory_export(
@@ -646,6 +680,7 @@ def register(memory_app: typer.Typer) -> None:
         ("ls", memory_ls),
         ("edit", memory_edit),
         ("forget", memory_forget),
+        ("restore", memory_restore),
         ("export", memory_export),
         ("import", memory_import),
     ]
