@@ -682,6 +682,29 @@ def memory_manifest(
     out.print(table)
 
 
+@app.command("ui")
+@user_errors
+def ui_command(
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (default: a free one).")
+    ] = 0,
+    open_browser: Annotated[
+        bool, typer.Option("--open", help="Open the page in the default browser.")
+    ] = False,
+) -> None:
+    """Review memory in the browser: browse, search, edit, forget with undo, contradictions, prompts, graph, usage.
+
+    Serves on this machine only (127.0.0.1); the printed link carries a random token that the page requires.
+    Stop it with Ctrl+C.
+    """
+    from octygraph.ui.app import serve
+
+    try:
+        serve(settings(), port=port, open_browser=open_browser)
+    except KeyboardInterrupt:
+        pass
+
+
 @app.command("mcp")
 @user_errors
 def mcp_command() -> None:
