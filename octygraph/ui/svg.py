@@ -67,10 +67,10 @@ def entity_graph(
     index = {i: k for k, i in enumerate(keep)}
     links = [(index[a], index[b], w) for (a, b), w in pairs.items() if a in index and b in index]
     pos = _layout(len(keep), links)
-    pad = 40.0
+    pad, label_room = 40.0, 140.0  # names are drawn to the right of their circle
     span = np.maximum(pos.max(axis=0) - pos.min(axis=0), 1e-6)
     scaled = (pos - pos.min(axis=0)) / span
-    xs = pad + scaled[:, 0] * (width - 2 * pad)
+    xs = pad + scaled[:, 0] * (width - 2 * pad - label_room)
     ys = pad + scaled[:, 1] * (height - 2 * pad)
     top = max(degree[i] for i in keep)
     nodes = [
