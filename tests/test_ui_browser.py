@@ -59,11 +59,6 @@ class World:
 
 def seed(env: dict[str, str], embedder: LocalEmbeddings) -> dict[str, str]:
     """Memories to browse, a chain to edit, a contradiction to resolve, and one recorded prompt."""
-    subprocess.run(
-        [sys.executable, "-m", "octygraph", "run", "--offline",
-         "Who leads payments? Also, Bob Kessler now runs the billing service."],
-        env=env, check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
     settings = Settings.from_env(env)
     with MemoryStore.open(settings.paths.db, embedder) as store:
         payments = review.remember(
@@ -81,6 +76,12 @@ def seed(env: dict[str, str], embedder: LocalEmbeddings) -> dict[str, str]:
             store, "Never deploy on Fridays.", node_type="instruction", subtype="rule"
         )
         store.set_attributes(new_rule.id, contradicts=old_rule.id, needs_review=True)
+    # The pipeline itself records the prompt: it recalls the payments memory and stores the news.
+    subprocess.run(
+        [sys.executable, "-m", "octygraph", "run", "--offline",
+         "Who leads payments? Also, Bob Kessler now runs the billing service."],
+        env=env, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
     return {"payments": payments.id, "grafana": grafana.id, "old_rule": old_rule.id,
             "new_rule": new_rule.id}  # fmt: skip
 
@@ -227,6 +228,9 @@ def test_open_a_prompt_and_its_trace(page: Page, world: World) -> None:
     page.locator("#prompts a", has_text="Who leads payments?").click()
 
     assert "Bob Kessler now runs the billing service." in page.inner_text("#stored")
+    why = page.locator("#injected tr", has_text="Alice Novak leads the payments team.")
+    assert "search_facts" in why.inner_text()  # the rule that found it, with its scores
+    assert why.locator("td.mono").nth(1).inner_text().startswith("0.")
     assert page.locator("#trace-link").is_visible()
     shot(page, "prompt")
     page.click("#trace-link")
