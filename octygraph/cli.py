@@ -641,7 +641,9 @@ def memory_manifest(
     ] = None,
     delete: Annotated[
         bool,
-        typer.Option("--delete", help="Forget everything that session stored (needs --session)."),
+        typer.Option(
+            "--delete", help="Forget (archive) everything that session stored (needs --session)."
+        ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -654,13 +656,22 @@ def memory_manifest(
         if not session:
             raise UserError("--delete needs --session ID, so only that session's memories go.")
         from octygraph.services import open_store
+        from octygraph.store import ARCHIVED
 
         removed = manifest.remove_session(paths.manifest, session)
-        deleted = 0
+        forgotten = 0
         if removed and paths.db.exists():
             with open_store(s, create=False) as store:
-                deleted = sum(store.delete_node(e["node_id"]) for e in removed)
-        out.print(f"Forgot {deleted} memories stored by session {session}.")
+                # Archived like `memory forget`, so a session forgotten by mistake can be restored.
+                for entry in removed:
+                    node = store.get_node(entry["node_id"])
+                    if node is not None and node.superseded_by != ARCHIVED:
+                        store.archive_node(node.id)
+                        forgotten += 1
+        out.print(
+            f"Forgot {forgotten} memories stored by session {session}"
+            + (" (`octygraph memory ls --archived` lists them)." if forgotten else ".")
+        )
         return
     entries = manifest.load(paths.manifest, session=session)
     if as_json:
