@@ -91,21 +91,31 @@ def build_server(settings: Settings) -> tuple[FastMCP, MemoryTools]:
         billing service"), or "rule" for a standing instruction on how to work ("run the linter before
         committing"). `entities` names the people, services or tools it is about, so it is found by
         them later. Set `applies_everywhere` for a rule that holds in every situation of this project.
-        Returns the stored memory's id.
+        Returns the stored memory's id; a new rule that replaces or contradicts a standing one says so.
         """
-        if kind == "rule":
-            node = review.remember(
-                tools.store(),
-                content,
-                node_type="instruction",
-                subtype="rule",
-                entities=entities,
-                scope=1.0 if applies_everywhere else 0.5,
-                source="claude",
-            )
-        else:
-            node = review.remember(tools.store(), content, entities=entities, source="claude")
-        return f"Remembered {_line(node)}"
+        store = tools.store()
+        if kind != "rule":
+            node = review.remember(store, content, entities=entities, source="claude")
+            return f"Remembered {_line(node)}"
+        node = review.remember(
+            store,
+            content,
+            node_type="instruction",
+            subtype="rule",
+            entities=entities,
+            scope=1.0 if applies_everywhere else 0.5,
+            source="claude",
+        )
+        lines = [f"Remembered {_line(node)}"]
+        for verdict, other in review.reconcile_rule(store, node):
+            if verdict == "SUPERSEDES":
+                lines.append(f"It replaces the earlier rule {_line(other)}")
+            else:
+                lines.append(
+                    f"It contradicts the standing rule {_line(other)}; both are kept and flagged "
+                    "for the user to resolve (octygraph ui, Contradictions). Mention it to the user."
+                )
+        return "\n".join(lines)
 
     @server.tool()
     def forget(memory_id: str) -> str:

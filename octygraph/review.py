@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from octygraph.heuristics import reconcile as wording
 from octygraph.heuristics.safety import redact_secrets
 from octygraph.store import ARCHIVED, DEFAULT_SCOPE, NODE_TYPES, SUBTYPES, MemoryStore, Node
 from octygraph.store import StoreError as ReviewError
@@ -20,6 +21,7 @@ __all__ = [
     "edit",
     "forget",
     "kind",
+    "reconcile_rule",
     "remember",
     "resolve",
     "restore",
@@ -81,6 +83,29 @@ def remember(
     return store.add_node(
         node_type, clean, subtype=subtype, entity_ids=entity_ids, scope=scope, source=source
     )
+
+
+def reconcile_rule(
+    store: MemoryStore, rule: Node, *, min_cosine: float = 0.35, candidates: int = 5
+) -> list[tuple[str, Node]]:
+    """Judge a rule stored by hand against similar standing ones, as the pipeline's reconcile step does
+    without an LLM: a rule it replaces is marked replaced, a contradiction is flagged for review.
+
+    Returns (verdict, other rule) for each SUPERSEDES or CONTRADICTION found.
+    """
+    found: list[tuple[str, Node]] = []
+    for hit in store.search(rule.content, types=["instruction"], limit=candidates + 1):
+        if hit.node.id == rule.id or hit.cosine < min_cosine:
+            continue
+        verdict = wording.judge(rule.content, hit.node.content, hit.cosine).verdict
+        if verdict == "SUPERSEDES":
+            store.mark_superseded(hit.node.id, rule.id)
+        elif verdict == "CONTRADICTION" and not found:
+            store.set_attributes(rule.id, contradicts=hit.node.id, needs_review=True)
+        else:
+            continue
+        found.append((verdict, hit.node))
+    return found
 
 
 def forget(store: MemoryStore, node_id: str) -> Node:

@@ -60,6 +60,11 @@ async def session_round_trip(params: StdioServerParameters) -> dict[str, str]:
         )
         assert not rule.isError, text(rule)
 
+        clash = await session.call_tool(
+            "remember", {"content": "Never run the linter before commits.", "kind": "rule"}
+        )
+        seen["clash"] = text(clash)
+
         found = await session.call_tool("search_memory", {"query": "who owns billing"})
         seen["search"] = text(found)
         rules = await session.call_tool("list_rules", {})
@@ -87,6 +92,8 @@ def test_the_sdk_client_lists_the_tools_and_round_trips_a_memory(home: Path) -> 
     assert "Maria Zorbex owns the billing service." in seen["search"]
     assert seen["id"] in seen["search"]
     assert "Run the linter before every commit." in seen["rules"] and "scope 1" in seen["rules"]
+    assert "contradicts the standing rule" in seen["clash"]
+    assert "Run the linter before every commit." in seen["clash"]
     assert "archived" in seen["forget"]
     assert "Maria Zorbex owns" not in seen["after"]
     assert "No memory with id 'no-such-id'" in seen["bad"]

@@ -83,3 +83,20 @@ def test_resolving_a_contradiction(store: MemoryStore, keep: review.Resolution) 
     assert current == expected
     with pytest.raises(review.ReviewError, match="not waiting"):
         review.resolve(store, new.id, keep)
+
+
+def test_a_rule_stored_by_hand_is_reconciled_like_the_pipeline_does(store: MemoryStore) -> None:
+    tabs = review.remember(store, "Use tabs for indentation.", node_type="instruction")
+    spaces = review.remember(
+        store, "Use spaces for indentation instead of tabs.", node_type="instruction"
+    )
+    assert [(v, o.id) for v, o in review.reconcile_rule(store, spaces)] == [("SUPERSEDES", tabs.id)]
+    assert store.get_node(tabs.id).superseded_by == spaces.id  # type: ignore[union-attr]
+
+    lint = review.remember(store, "Run the linter before every commit.", node_type="instruction")
+    never = review.remember(store, "Never run the linter before commits.", node_type="instruction")
+    assert [(v, o.id) for v, o in review.reconcile_rule(store, never)] == [
+        ("CONTRADICTION", lint.id)
+    ]
+    [flagged] = review.contradictions(store)
+    assert flagged.node.id == never.id and flagged.other == store.get_node(lint.id)
