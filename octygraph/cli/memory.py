@@ -1,11 +1,8 @@
-"""`octygraph memory ...`: profiles, snapshots and bootstrap (the seed's db-manager), and memory review.
-
-Registered onto the CLI's `memory` group by `register(memory_app)`. Commands import the CLI's helpers
-(settings, error handling, consoles) when they run, so this module can be imported on its own.
-"""
+"""`octygraph memory ...`: profiles, snapshots and bootstrap (the seed's db-manager), and memory review."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,12 +12,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from octygraph.cli import common
+from octygraph.cli.common import UserError, out, parse_date, settings, user_errors
 from octygraph.service import service_health
+from octygraph.settings import Settings
 
 if TYPE_CHECKING:
     from octygraph.profiles import LoadResult, MemoryProfiles
     from octygraph.profiles.graph import ProgressFn
-    from octygraph.settings import Settings
     from octygraph.store import MemoryStore, Node
 
 HELP_TEXT = """\
@@ -60,26 +59,15 @@ class ExportFormat(StrEnum):
     jsonl = "jsonl"
 
 
-def _cli() -> Any:
-    """The CLI module (imported late: it imports this module while it is being set up)."""
-    from octygraph import cli
-
-    return cli
-
-
 def _settings() -> Settings:
-    settings: Settings = _cli().settings()
-    return settings
+    return common.settings()
 
 
 def _print(text: str = "") -> None:
-    _cli().out.print(text, markup=False, highlight=False)
+    common.out.print(text, markup=False, highlight=False)
 
 
-def _echo_json(payload: Any) -> None:
-    import json
-
-    typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+_echo_json = common.echo_json
 
 
 def _profiles() -> MemoryProfiles:
@@ -91,7 +79,7 @@ def _profiles() -> MemoryProfiles:
 @contextmanager
 def _progress() -> Iterator[ProgressFn]:
     """Rich progress bars on stderr, one per stage reported by the callback."""
-    bar = _cli().progress_bar()
+    bar = common.progress_bar()
     tasks: dict[str, Any] = {}
 
     def update(stage: str, done: int, total: int) -> None:
@@ -109,7 +97,7 @@ def _active_store(*, create: bool = False) -> Iterator[MemoryStore]:
 
     settings = _settings()
     if not create and not settings.paths.db.exists():
-        raise _cli().UserError(
+        raise common.UserError(
             f"Project {settings.project_id!r} has no memory database yet; load one with "
             "`octygraph memory load small-baseline` or add a memory with `octygraph memory add`."
         )
@@ -118,7 +106,7 @@ def _active_store(*, create: bool = False) -> Iterator[MemoryStore]:
 
 
 def _unknown(node_id: str) -> Exception:
-    error: Exception = _cli().UserError(
+    error: Exception = common.UserError(
         f"No memory with id {node_id!r}; find ids with `octygraph memory ls` or `octygraph search`."
     )
     return error
@@ -170,7 +158,7 @@ def memory_list(
             human_bytes(info.file_bytes) if info else "-",
             Text(about),
         )
-    _cli().out.print(table)
+    common.out.print(table)
     state = _profiles().state()
     _print(f"Active: {state['current_profile'] or 'no profile (your own memories)'} (marked *).")
 
@@ -370,7 +358,7 @@ def freeze_list(
             human_bytes(e.info.file_bytes if e.info else e.path.stat().st_size),
         )
     _print(f"Snapshots of {label}:")
-    _cli().out.print(table)
+    common.out.print(table)
 
 
 def freeze_create(
@@ -509,7 +497,7 @@ def memory_ls(
     from rich.table import Table
     from rich.text import Text
 
-    when = _cli().parse_date(since, "--since")
+    when = common.parse_date(since, "--since")
     with _active_store() as store:
         if archived:
             nodes = [
@@ -531,7 +519,7 @@ def memory_ls(
     for node in nodes:
         content = Text(node.content, style="strike" if node.superseded_by else "")
         table.add_row(node.id, _kind(node), node.created_at[:16], content)
-    _cli().out.print(table)
+    common.out.print(table)
 
 
 def memory_edit(
@@ -624,7 +612,7 @@ def memory_export(
         typer.echo(buffer.getvalue(), nl=False)
         return
     _write_private(output, buffer.getvalue())
-    _cli().err.print(
+    common.err.print(
         f"Exported {nodes:,} memories and {edges:,} links to {output}.",
         markup=False,
         highlight=False,
@@ -654,7 +642,7 @@ def _write_private(path: Path, text: str) -> None:
     """Write a file atomically, readable by the user only (memories are private)."""
     path = path.expanduser()
     if path.is_dir():
-        raise _cli().UserError(f"{path} is a folder; give a file name for the export.")
+        raise common.UserError(f"{path} is a folder; give a file name for the export.")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.partial")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -663,34 +651,157 @@ def _write_private(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+# --------------------------------------------------------------------------------------------- added by hand, by hooks
+
+
+def memory_add(
+    text: Annotated[str, typer.Argument(help="The memory, as a sentence.")],
+    type_: Annotated[
+        str, typer.Option("--type", "-t", help="entity, fact, event, opinion, instruction or plan.")
+    ] = "fact",
+    subtype: Annotated[
+        str | None, typer.Option(help="Subtype, e.g. person, rule, scheduled.")
+    ] = None,
+    entity: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--entity", "-e", help="An entity this memory is about (repeatable; created if new)."
+        ),
+    ] = None,
+    scope: Annotated[
+        float | None, typer.Option(min=0.0, max=1.0, help="Breadth 0-1 for instructions and plans.")
+    ] = None,
+    valid_from: Annotated[
+        str | None, typer.Option(help="Date it applies from (YYYY-MM-DD), for plans.")
+    ] = None,
+    source: Annotated[str, typer.Option(help="Who said it: user or claude.")] = "user",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the stored memory as JSON.")
+    ] = False,
+) -> None:
+    """Store one memory directly (no pipeline): for people and tests."""
+    from octygraph.heuristics.safety import redact_secrets
+    from octygraph.services import open_store
+    from octygraph.store import NODE_TYPES, SUBTYPES
+
+    if not text.strip():
+        raise UserError("The memory text is empty; give a sentence to remember.")
+    if type_ not in NODE_TYPES:
+        raise UserError(f"Unknown memory type {type_!r}; use one of: {', '.join(NODE_TYPES)}.")
+    if subtype is not None and SUBTYPES[type_] and subtype not in SUBTYPES[type_]:
+        raise UserError(
+            f"Unknown subtype {subtype!r} for {type_}; use one of: {', '.join(SUBTYPES[type_])}."
+        )
+    if source not in ("user", "claude"):
+        raise UserError("--source must be 'user' or 'claude'.")
+    when = parse_date(valid_from, "--valid-from")
+    clean, _ = redact_secrets(text)
+    with open_store(settings()) as store:
+        entity_ids = [store.ensure_entity(name)[0].id for name in (entity or []) if name.strip()]
+        node = store.add_node(
+            type_,
+            clean,
+            subtype=subtype,
+            entity_ids=entity_ids,
+            scope=scope,
+            valid_from=when,
+            source=source,
+        )
+    if as_json:
+        typer.echo(json.dumps(node.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        out.print(f"Stored {node.node_type} {node.id}: {node.content}", markup=False)
+
+
+def memory_manifest(
+    session: Annotated[
+        str | None, typer.Option("--session", help="Only this Claude session.")
+    ] = None,
+    delete: Annotated[
+        bool,
+        typer.Option(
+            "--delete", help="Forget (archive) everything that session stored (needs --session)."
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Review what the hooks stored, by session; optionally forget one session's memories."""
+    from octygraph.claude import manifest
+
+    s = settings()
+    paths = s.paths
+    if delete:
+        if not session:
+            raise UserError("--delete needs --session ID, so only that session's memories go.")
+        from octygraph.services import open_store
+        from octygraph.store import ARCHIVED
+
+        removed = manifest.remove_session(paths.manifest, session)
+        forgotten = 0
+        if removed and paths.db.exists():
+            with open_store(s, create=False) as store:
+                # Archived like `memory forget`, so a session forgotten by mistake can be restored.
+                for entry in removed:
+                    node = store.get_node(entry["node_id"])
+                    if node is not None and node.superseded_by != ARCHIVED:
+                        store.archive_node(node.id)
+                        forgotten += 1
+        out.print(
+            f"Forgot {forgotten} memories stored by session {session}"
+            + (" (`octygraph memory ls --archived` lists them)." if forgotten else ".")
+        )
+        return
+    entries = manifest.load(paths.manifest, session=session)
+    if as_json:
+        typer.echo(json.dumps(entries, ensure_ascii=False, indent=2))
+        return
+    if not entries:
+        out.print(
+            "Nothing stored by hooks yet."
+            if not session
+            else f"Nothing stored by session {session}."
+        )
+        return
+    from rich.table import Table
+
+    table = Table("session", "node id", "type", "content")
+    for e in entries:
+        kind = e["type"] + (f"/{e['subtype']}" if e["subtype"] else "")
+        table.add_row(e["session_id"], e["node_id"], kind, e["content"])
+    out.print(table)
+
+
 # --------------------------------------------------------------------------------------------- wiring
 
-
-def register(memory_app: typer.Typer) -> None:
-    """Add the profile, snapshot and review commands to the CLI's `memory` group."""
-    guard: Callable[[Callable[..., Any]], Callable[..., Any]] = _cli().user_errors
-    commands: list[tuple[str, Callable[..., Any]]] = [
-        ("help", memory_help),
-        ("list", memory_list),
-        ("active", memory_active),
-        ("load", memory_load),
-        ("unload", memory_unload),
-        ("bootstrap", memory_bootstrap),
-        ("show", memory_show),
-        ("ls", memory_ls),
-        ("edit", memory_edit),
-        ("forget", memory_forget),
-        ("restore", memory_restore),
-        ("export", memory_export),
-        ("import", memory_import),
-    ]
-    for name, func in commands:
-        memory_app.command(name)(guard(func))
-    freeze_app = typer.Typer(
-        help="Named snapshots of a profile: list, create, load.",
-        no_args_is_help=True,
-        pretty_exceptions_enable=False,
-    )
-    for name, func in (("list", freeze_list), ("create", freeze_create), ("load", freeze_load)):
-        freeze_app.command(name)(guard(func))
-    memory_app.add_typer(freeze_app, name="freeze")
+memory_app = typer.Typer(
+    help="Look at, change and manage what octygraph remembers.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+_COMMANDS: list[tuple[str, Callable[..., Any]]] = [
+    ("add", memory_add),
+    ("help", memory_help),
+    ("list", memory_list),
+    ("active", memory_active),
+    ("load", memory_load),
+    ("unload", memory_unload),
+    ("bootstrap", memory_bootstrap),
+    ("show", memory_show),
+    ("ls", memory_ls),
+    ("edit", memory_edit),
+    ("forget", memory_forget),
+    ("restore", memory_restore),
+    ("export", memory_export),
+    ("import", memory_import),
+    ("manifest", memory_manifest),
+]
+for _name, _func in _COMMANDS:
+    memory_app.command(_name)(user_errors(_func))
+freeze_app = typer.Typer(
+    help="Named snapshots of a profile: list, create, load.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+for _name, _func in (("list", freeze_list), ("create", freeze_create), ("load", freeze_load)):
+    freeze_app.command(_name)(user_errors(_func))
+memory_app.add_typer(freeze_app, name="freeze")
