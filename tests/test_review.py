@@ -51,6 +51,20 @@ def test_forgetting_the_newest_version_revives_the_older_one_until_restored(
     assert [n.id for n in store.supersede_chain(new.id)] == [old.id, new.id]
 
 
+def test_forgetting_a_middle_version_keeps_a_single_current_one(store: MemoryStore) -> None:
+    first = review.remember(store, "Alice leads the payments team.")
+    _, second = review.edit(store, first.id, "Bob leads the payments team.")
+    _, third = review.edit(store, second.id, "Carol leads the payments team.")
+
+    review.forget(store, second.id)
+    assert store.get_node(first.id).superseded_by == third.id  # type: ignore[union-attr]
+    assert [h.node.id for h in store.search("payments team lead", types=["fact"])] == [third.id]
+
+    review.restore(store, second.id)
+    assert [n.id for n in store.supersede_chain(third.id)] == [first.id, second.id, third.id]
+    assert [h.node.id for h in store.search("payments team lead", types=["fact"])] == [third.id]
+
+
 def test_standing_rules_are_current_instructions_broadest_first(store: MemoryStore) -> None:
     narrow = review.remember(
         store, "Use tabs in the Makefile.", node_type="instruction", subtype="rule", scope=0.2

@@ -755,8 +755,12 @@ class MemoryStore:
                 (ARCHIVED, json.dumps(attributes, sort_keys=True), node_id),
             )
             self._set_active(conn, [node_id], False)
-            conn.execute("UPDATE nodes SET superseded_by=NULL WHERE superseded_by=?", (node_id,))
-            self._set_active(conn, previous, True)
+            # Versions it replaced now point past it: to its own successor, or nowhere (current again).
+            conn.execute(
+                "UPDATE nodes SET superseded_by=? WHERE superseded_by=?", (row[0], node_id)
+            )
+            if row[0] is None:
+                self._set_active(conn, previous, True)
         node = self.get_node(node_id)
         assert node is not None
         return node
@@ -782,20 +786,21 @@ class MemoryStore:
                 (was, json.dumps(attributes, sort_keys=True), node_id),
             )
             self._set_active(conn, [node_id], was is None)
-            # Older versions that are still current go back to being replaced by this one.
+            # Older versions still where the archive left them go back to being replaced by this one.
             revived = [str(i) for i in info.get("revived") or []]
             if revived:
                 marks = ",".join("?" * len(revived))
-                current = [
+                moved = [
                     r[0]
                     for r in conn.execute(
-                        f"SELECT id FROM nodes WHERE id IN ({marks}) AND superseded_by IS NULL",
-                        revived,
+                        f"SELECT id FROM nodes WHERE id IN ({marks}) "
+                        "AND (superseded_by IS NULL OR superseded_by IS ?)",
+                        [*revived, info.get("was")],
                     )
                 ]
-                for prev_id in current:
+                for prev_id in moved:
                     conn.execute("UPDATE nodes SET superseded_by=? WHERE id=?", (node_id, prev_id))
-                self._set_active(conn, current, False)
+                self._set_active(conn, moved, False)
         node = self.get_node(node_id)
         assert node is not None
         return node
