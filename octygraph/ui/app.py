@@ -296,10 +296,19 @@ def serve(settings: Settings, *, port: int = 0, open_browser: bool = False) -> N
 
     import uvicorn
 
+    from octygraph.services import open_store
+
     token = new_token()
+    # Opened before serving, so a database problem is one plain sentence from the CLI, not a server trace.
+    store = open_store(settings)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        store.close()
+        sock.close()
+        raise
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/?token={token}"
     print(f"octygraph review page for project {settings.project_id}: {url}", flush=True)
     print("Only this machine can reach it; stop it with Ctrl+C.", file=sys.stderr, flush=True)
@@ -308,6 +317,12 @@ def serve(settings: Settings, *, port: int = 0, open_browser: bool = False) -> N
 
         webbrowser.open(url)
     config = uvicorn.Config(
-        create_app(settings, token), log_level="warning", access_log=False, lifespan="on"
+        create_app(settings, token, store=store),
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        store.close()
