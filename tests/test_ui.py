@@ -71,3 +71,38 @@ def test_every_page_renders_and_forms_change_memory(client: TestClient, store: M
     assert review.status(store.get_node(new_id)) == "archived"  # type: ignore[arg-type]
     assert client.post(f"/memories/{new_id}/restore").status_code == 303
     assert review.status(store.get_node(new_id)) == "current"  # type: ignore[arg-type]
+
+
+def test_usage_adds_up_llm_calls_tokens_and_cost_per_day(
+    client: TestClient, tmp_path: Path
+) -> None:
+    from octygraph.traces import write_trace
+    from octygraph.ui.views import read_traces, usage_by_day
+
+    debug = Settings.from_env().paths.debug_dir
+    llm = {"calls": 2, "input_tokens": 900, "output_tokens": 100, "cost_usd": 0.002, "priced": True}
+    unpriced = {**llm, "cost_usd": None, "priced": False}
+    local = {"calls": 1, "input_tokens": 50, "output_tokens": 0, "cost_usd": 0.0, "priced": True}
+    for trace_id, created, usage in (
+        ("20261120T100000000000Z-aaaaaa", "2026-11-20T10:00:00+00:00", {"l1": llm}),
+        (
+            "20261120T110000000000Z-bbbbbb",
+            "2026-11-20T11:00:00+00:00",
+            {"l2": llm, "embeddings": local},
+        ),
+        ("20261121T090000000000Z-cccccc", "2026-11-21T09:00:00+00:00", {"curation": unpriced}),
+    ):
+        write_trace(
+            debug, {"trace_id": trace_id, "created_at": created, "mode": "m", "usage": usage}
+        )
+
+    days = usage_by_day(read_traces(debug))
+
+    assert [(d.day, d.runs, d.llm_calls, d.input_tokens, d.priced) for d in days] == [
+        ("2026-11-20", 2, 4, 1850, True),
+        ("2026-11-21", 1, 2, 900, False),
+    ]
+    assert round(days[0].cost_usd, 6) == 0.004
+    client.cookies.set(COOKIE, TOKEN)
+    page = client.get("/usage").text
+    assert "Cost (USD) per day" in page and "lower bound" in page and "0.00400" in page

@@ -141,7 +141,7 @@ def bars(
     if not values:
         return []
     top = max(v for _, v in values) or 1.0
-    slot = (width - 2 * pad) / len(values)
+    slot = min((width - 2 * pad) / len(values), 60.0)  # a few days still look like bars, not slabs
     out = []
     for k, (label, value) in enumerate(values):
         h = (height - 2 * pad) * (value / top)
@@ -149,7 +149,7 @@ def bars(
             Bar(
                 label,
                 value,
-                round(pad + k * slot + slot * 0.1, 1),
+                round(pad + 10 + k * slot + slot * 0.1, 1),
                 round(height - pad - h, 1),
                 round(slot * 0.8, 1),
                 round(h, 1),
