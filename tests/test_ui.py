@@ -73,9 +73,7 @@ def test_every_page_renders_and_forms_change_memory(client: TestClient, store: M
     assert review.status(store.get_node(new_id)) == "current"  # type: ignore[arg-type]
 
 
-def test_usage_adds_up_llm_calls_tokens_and_cost_per_day(
-    client: TestClient, tmp_path: Path
-) -> None:
+def test_usage_adds_up_llm_calls_tokens_and_cost_per_day(client: TestClient) -> None:
     from octygraph.traces import write_trace
     from octygraph.ui.views import read_traces, usage_by_day
 

@@ -148,7 +148,7 @@ def create_app(settings: Settings, token: str, store: MemoryStore | None = None)
             links=links,
             chain=db().supersede_chain(node.id),
             contradicts=db().get_node(str(contradicts)) if contradicts else None,
-            seen=views.provenance(views.read_traces(settings.paths.debug_dir), node.id),
+            seen=views.provenance(views.read_traces(settings.paths.debug_dir, limit=300), node.id),
             done=request.query_params.get("done", ""),
             attributes=json.dumps(node.attributes, ensure_ascii=False, indent=2, sort_keys=True),
         )
