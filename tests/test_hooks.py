@@ -69,6 +69,8 @@ def test_prompt_hook_stores_and_manifest_lists_it(home: Path) -> None:
     # Forgetting the session removes exactly its memories.
     result = run_cli("memory", "manifest", "--session", "s-42", "--delete")
     assert result.returncode == 0, result.stderr
+    archived = cli_json("memory", "ls", "--archived", "--json")
+    assert [n["content"] for n in archived] == ["Maria owns the billing service"]
     assert cli_json("search", "billing service owner", "--json") == [] or all(
         h["content"] != "Maria owns the billing service"
         for h in cli_json("search", "billing", "--json")

@@ -132,18 +132,37 @@ def test_edit_replaces_and_reembeds_keeping_the_old_version(
     assert "empty" in one_sentence(run_cli("memory", "edit", new_id, "   "))
 
 
-def test_forget_deletes_the_memory_and_its_links(db: Path, embedder: LocalEmbeddings) -> None:
+def test_forget_archives_then_restore_brings_it_back(db: Path, embedder: LocalEmbeddings) -> None:
     node = find(db, embedder, "Dave prefers Grafana over Datadog")
     forgotten = run_cli("memory", "forget", node.id)
+    assert forgotten.returncode == 0 and node.content in forgotten.stdout
+    assert f"octygraph memory restore {node.id}" in forgotten.stdout
+    with MemoryStore.open(db, embedder, create=False) as store:
+        assert store.get_node(node.id).superseded_by == "archived"  # type: ignore[union-attr]
+        assert store.edges_of(node.id), "links are kept for the restore"
+        assert all(h.node.id != node.id for h in store.search("Grafana or Datadog", limit=20))
+    assert [n["id"] for n in cli_json("memory", "ls", "--archived", "--json")] == [node.id]
+    assert node.id not in {n["id"] for n in cli_json("memory", "ls", "--json", "-n", "500")}
+    assert "already archived" in one_sentence(run_cli("memory", "forget", node.id))
+
+    restored = cli_json("memory", "restore", node.id, "--json")
+    assert restored["restored"]["superseded_by"] is None
+    with MemoryStore.open(db, embedder, create=False) as store:
+        assert any(h.node.id == node.id for h in store.search("Grafana or Datadog", limit=20))
+    assert "not archived" in one_sentence(run_cli("memory", "restore", node.id))
+
+
+def test_forget_purge_deletes_the_memory_and_its_links(db: Path, embedder: LocalEmbeddings) -> None:
+    node = find(db, embedder, "Dave prefers Grafana over Datadog")
+    forgotten = run_cli("memory", "forget", node.id, "--purge")
     assert forgotten.returncode == 0 and node.content in forgotten.stdout
     with MemoryStore.open(db, embedder, create=False) as store:
         assert store.get_node(node.id) is None
         assert store.edges_of(node.id) == []
-        assert all(h.node.id != node.id for h in store.search("Grafana or Datadog", limit=20))
     assert "No memory with id" in one_sentence(run_cli("memory", "forget", node.id))
 
 
-@pytest.mark.parametrize("command", [("show",), ("forget",), ("edit",)])
+@pytest.mark.parametrize("command", [("show",), ("forget",), ("edit",), ("restore",)])
 def test_unknown_ids_are_refused_with_one_sentence(db: Path, command: tuple[str, ...]) -> None:
     args = [*command, "0123456789abcdef"] + (["new text"] if command == ("edit",) else [])
     message = one_sentence(run_cli("memory", *args))

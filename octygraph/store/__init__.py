@@ -1,6 +1,6 @@
 """The memory graph: SQLite with FTS5 (BM25) and sqlite-vec, behind one small interface."""
 
-from octygraph.store.schema import DEFAULT_SCOPE, NODE_TYPES, SUBTYPES
+from octygraph.store.schema import ARCHIVED, DEFAULT_SCOPE, NODE_TYPES, SUBTYPES
 from octygraph.store.sqlite import (
     Edge,
     Embedder,
@@ -17,6 +17,7 @@ from octygraph.store.sqlite import (
 )
 
 __all__ = [
+    "ARCHIVED",
     "DEFAULT_SCOPE",
     "NODE_TYPES",
     "SUBTYPES",

@@ -26,6 +26,10 @@ SUBTYPES: dict[str, tuple[str, ...]] = {
     "plan": ("scheduled", "intended", "requested"),
 }
 
+# A forgotten memory is archived, not deleted: `superseded_by` holds this marker, so every path that skips
+# replaced memories (search, retrieval, the vector index's `active` flag) skips it too, and it can be restored.
+ARCHIVED = "archived"
+
 # Scope defaults from the seed: instructions 0.5, plans 0.3, nothing for the rest.
 DEFAULT_SCOPE: dict[str, float] = {"instruction": 0.5, "plan": 0.3}
 

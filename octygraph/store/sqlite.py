@@ -25,6 +25,7 @@ import sqlite_vec
 
 from octygraph.private import private_mkdir
 from octygraph.store.schema import (
+    ARCHIVED,
     CORE_DDL,
     DEFAULT_SCOPE,
     EDGE_PAIR_INDEX,
@@ -832,6 +833,108 @@ class MemoryStore:
             conn.execute("DELETE FROM nodes WHERE id=?", (node_id,))
         return True
 
+    def archive_node(self, node_id: str) -> Node:
+        """Forget a memory softly: it leaves search and retrieval but keeps its links, and can be restored.
+
+        Like `delete_node`, a version it had replaced becomes current again; `restore_node` undoes both.
+        """
+        with self.transaction() as conn:
+            row = conn.execute(
+                "SELECT superseded_by, attributes FROM nodes WHERE id=?", (node_id,)
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"No memory with id {node_id!r}.")
+            if row[0] == ARCHIVED:
+                raise StoreError(f"Memory {node_id} is already archived.")
+            previous = [
+                r[0] for r in conn.execute("SELECT id FROM nodes WHERE superseded_by=?", (node_id,))
+            ]
+            attributes = json.loads(row[1] or "{}")
+            attributes["archived"] = {"at": utcnow(), "was": row[0], "revived": previous}
+            conn.execute(
+                "UPDATE nodes SET superseded_by=?, attributes=? WHERE id=?",
+                (ARCHIVED, json.dumps(attributes, sort_keys=True), node_id),
+            )
+            self._set_active(conn, [node_id], False)
+            # Versions it replaced now point past it: to its own successor, or nowhere (current again).
+            conn.execute(
+                "UPDATE nodes SET superseded_by=? WHERE superseded_by=?", (row[0], node_id)
+            )
+            if row[0] is None:
+                self._set_active(conn, previous, True)
+        node = self.get_node(node_id)
+        assert node is not None
+        return node
+
+    def restore_node(self, node_id: str) -> Node:
+        """Undo `archive_node`: the memory is back where it was, and what it had replaced is again replaced."""
+        with self.transaction() as conn:
+            row = conn.execute(
+                "SELECT superseded_by, attributes FROM nodes WHERE id=?", (node_id,)
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"No memory with id {node_id!r}.")
+            if row[0] != ARCHIVED:
+                raise StoreError(f"Memory {node_id} is not archived; nothing to restore.")
+            attributes = json.loads(row[1] or "{}")
+            info = attributes.pop("archived", None) or {}
+            was = info.get("was")
+            # The version it pointed at may have been forgotten since: then this one is current.
+            if was and not conn.execute("SELECT 1 FROM nodes WHERE id=?", (was,)).fetchone():
+                was = None
+            conn.execute(
+                "UPDATE nodes SET superseded_by=?, attributes=? WHERE id=?",
+                (was, json.dumps(attributes, sort_keys=True), node_id),
+            )
+            self._set_active(conn, [node_id], was is None)
+            # Older versions still where the archive left them go back to being replaced by this one.
+            revived = [str(i) for i in info.get("revived") or []]
+            if revived:
+                marks = ",".join("?" * len(revived))
+                moved = [
+                    r[0]
+                    for r in conn.execute(
+                        f"SELECT id FROM nodes WHERE id IN ({marks}) "
+                        "AND (superseded_by IS NULL OR superseded_by IS ?)",
+                        [*revived, info.get("was")],
+                    )
+                ]
+                for prev_id in moved:
+                    conn.execute("UPDATE nodes SET superseded_by=? WHERE id=?", (node_id, prev_id))
+                self._set_active(conn, moved, False)
+        node = self.get_node(node_id)
+        assert node is not None
+        return node
+
+    @staticmethod
+    def _set_active(conn: Any, node_ids: Sequence[str], active: bool) -> None:
+        for node_id in node_ids:
+            conn.execute(
+                "UPDATE vec_nodes SET active=? WHERE rowid=(SELECT rowid FROM nodes WHERE id=?)",
+                (1 if active else 0, node_id),
+            )
+
+    def archived_nodes(self, limit: int = 200) -> list[Node]:
+        """Forgotten (archived) memories, most recently archived first."""
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_NODE_COLS} FROM nodes WHERE superseded_by=? "
+                "ORDER BY json_extract(attributes, '$.archived.at') DESC, rowid DESC LIMIT ?",
+                (ARCHIVED, int(limit)),
+            ).fetchall()
+        return [_row_to_node(r) for r in rows]
+
+    def flagged_for_review(self, limit: int = 200) -> list[Node]:
+        """Current memories that reconciliation flagged (e.g. a contradiction), newest first."""
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_NODE_COLS} FROM nodes WHERE superseded_by IS NULL "
+                "AND json_extract(attributes, '$.needs_review') "
+                "ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                (int(limit),),
+            ).fetchall()
+        return [_row_to_node(r) for r in rows]
+
     # ------------------------------------------------------------------ reading
 
     def get_node(self, node_id: str) -> Node | None:
@@ -1399,6 +1502,9 @@ class MemoryStore:
             superseded = self._conn.execute(
                 "SELECT count(*) FROM nodes WHERE superseded_by IS NOT NULL"
             ).fetchone()[0]
+            archived = self._conn.execute(
+                "SELECT count(*) FROM nodes WHERE superseded_by=?", (ARCHIVED,)
+            ).fetchone()[0]
             total = self._conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
         meta = self.meta()
         size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
@@ -1407,7 +1513,8 @@ class MemoryStore:
             "by_type": by_type,
             "by_subtype": by_subtype,
             "edges": edges,
-            "superseded": superseded,
+            "superseded": superseded - archived,
+            "archived": archived,
             "embedding_model": meta.get("embedding_model"),
             "embedding_dim": int(meta.get("embedding_dim", "0")),
             "schema_version": int(meta.get("schema_version", "0")),

@@ -1,11 +1,8 @@
-"""`octygraph memory ...`: profiles, snapshots and bootstrap (the seed's db-manager), and memory review.
-
-Registered onto the CLI's `memory` group by `register(memory_app)`. Commands import the CLI's helpers
-(settings, error handling, consoles) when they run, so this module can be imported on its own.
-"""
+"""`octygraph memory ...`: profiles, snapshots and bootstrap (the seed's db-manager), and memory review."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,13 +12,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from octygraph.cli import common
+from octygraph.cli.common import UserError, out, parse_date, settings, user_errors
 from octygraph.private import private_mkdir
 from octygraph.service import service_health
+from octygraph.settings import Settings
 
 if TYPE_CHECKING:
     from octygraph.profiles import LoadResult, MemoryProfiles
     from octygraph.profiles.graph import ProgressFn
-    from octygraph.settings import Settings
     from octygraph.store import MemoryStore, Node
 
 HELP_TEXT = """\
@@ -43,7 +42,9 @@ Review:
   octygraph memory ls [--type T] [--since DATE] [--limit N] [--all]
   octygraph memory show ID                       a memory, its links, versions and provenance
   octygraph memory edit ID "new text"            replace it (the old version is kept as replaced)
-  octygraph memory forget ID                     delete it with its links
+  octygraph memory forget ID [--purge]           archive it (restorable); --purge deletes it
+  octygraph memory restore ID                    bring back a forgotten memory
+  octygraph memory ls --archived                 what was forgotten
   octygraph memory add "text" [--type T]         store one memory directly
   octygraph memory export [--format markdown|jsonl] [--output FILE]
   octygraph memory import FILE.jsonl             add an export's memories (same ids are skipped)
@@ -59,26 +60,15 @@ class ExportFormat(StrEnum):
     jsonl = "jsonl"
 
 
-def _cli() -> Any:
-    """The CLI module (imported late: it imports this module while it is being set up)."""
-    from octygraph import cli
-
-    return cli
-
-
 def _settings() -> Settings:
-    settings: Settings = _cli().settings()
-    return settings
+    return common.settings()
 
 
 def _print(text: str = "") -> None:
-    _cli().out.print(text, markup=False, highlight=False)
+    common.out.print(text, markup=False, highlight=False)
 
 
-def _echo_json(payload: Any) -> None:
-    import json
-
-    typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+_echo_json = common.echo_json
 
 
 def _profiles() -> MemoryProfiles:
@@ -90,7 +80,7 @@ def _profiles() -> MemoryProfiles:
 @contextmanager
 def _progress() -> Iterator[ProgressFn]:
     """Rich progress bars on stderr, one per stage reported by the callback."""
-    bar = _cli().progress_bar()
+    bar = common.progress_bar()
     tasks: dict[str, Any] = {}
 
     def update(stage: str, done: int, total: int) -> None:
@@ -108,7 +98,7 @@ def _active_store(*, create: bool = False) -> Iterator[MemoryStore]:
 
     settings = _settings()
     if not create and not settings.paths.db.exists():
-        raise _cli().UserError(
+        raise common.UserError(
             f"Project {settings.project_id!r} has no memory database yet; load one with "
             "`octygraph memory load small-baseline` or add a memory with `octygraph memory add`."
         )
@@ -117,7 +107,7 @@ def _active_store(*, create: bool = False) -> Iterator[MemoryStore]:
 
 
 def _unknown(node_id: str) -> Exception:
-    error: Exception = _cli().UserError(
+    error: Exception = common.UserError(
         f"No memory with id {node_id!r}; find ids with `octygraph memory ls` or `octygraph search`."
     )
     return error
@@ -169,7 +159,7 @@ def memory_list(
             human_bytes(info.file_bytes) if info else "-",
             Text(about),
         )
-    _cli().out.print(table)
+    common.out.print(table)
     state = _profiles().state()
     _print(f"Active: {state['current_profile'] or 'no profile (your own memories)'} (marked *).")
 
@@ -369,7 +359,7 @@ def freeze_list(
             human_bytes(e.info.file_bytes if e.info else e.path.stat().st_size),
         )
     _print(f"Snapshots of {label}:")
-    _cli().out.print(table)
+    common.out.print(table)
 
 
 def freeze_create(
@@ -448,7 +438,11 @@ def memory_show(
     _print(f"{_kind(node)}  {node.id}")
     _print(node.content)
     _print()
-    status = f"replaced by {node.superseded_by}" if node.superseded_by else "current"
+    from octygraph.review import status as review_status
+
+    status = review_status(node)
+    if status == "replaced":
+        status = f"replaced by {node.superseded_by}"
     rows = [
         ("status", status),
         ("source", node.source),
@@ -480,7 +474,7 @@ def memory_show(
         _print(f"Versions ({len(chain)}), oldest first")
         for i, version in enumerate(chain, start=1):
             mark = "  <- this one" if version.id == node.id else ""
-            state = "replaced" if version.superseded_by else "current"
+            state = review_status(version)
             _print(f"  {i}. {version.id}  {version.created_at}  [{state}] {version.content}{mark}")
 
 
@@ -493,7 +487,10 @@ def memory_ls(
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100_000, help="How many.")] = 50,
     include_superseded: Annotated[
-        bool, typer.Option("--all", help="Include memories that were replaced.")
+        bool, typer.Option("--all", help="Include memories that were replaced or forgotten.")
+    ] = False,
+    archived: Annotated[
+        bool, typer.Option("--archived", help="Only forgotten (archived) memories.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
@@ -501,11 +498,18 @@ def memory_ls(
     from rich.table import Table
     from rich.text import Text
 
-    when = _cli().parse_date(since, "--since")
+    when = common.parse_date(since, "--since")
     with _active_store() as store:
-        nodes = store.list_nodes(
-            types=type_ or None, since=when, limit=limit, include_superseded=include_superseded
-        )
+        if archived:
+            nodes = [
+                n
+                for n in store.archived_nodes(limit)
+                if (not type_ or n.node_type in type_) and (not when or n.created_at >= when)
+            ]
+        else:
+            nodes = store.list_nodes(
+                types=type_ or None, since=when, limit=limit, include_superseded=include_superseded
+            )
     if as_json:
         _echo_json([n.to_dict() for n in nodes])
         return
@@ -516,7 +520,7 @@ def memory_ls(
     for node in nodes:
         content = Text(node.content, style="strike" if node.superseded_by else "")
         table.add_row(node.id, _kind(node), node.created_at[:16], content)
-    _cli().out.print(table)
+    common.out.print(table)
 
 
 def memory_edit(
@@ -525,22 +529,12 @@ def memory_edit(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Correct a memory: a new version replaces it (re-embedded); the old one is kept as replaced."""
-    from octygraph.heuristics.safety import redact_secrets
+    from octygraph import review
 
-    clean, _ = redact_secrets(text.strip())
-    if not clean:
-        raise _cli().UserError("The new text is empty; give the corrected sentence.")
     with _active_store() as store:
-        old = store.get_node(node_id.strip())
-        if old is None:
+        if store.get_node(node_id.strip()) is None:
             raise _unknown(node_id)
-        if old.superseded_by:
-            raise _cli().UserError(
-                f"Memory {old.id} was already replaced by {old.superseded_by}; edit that one instead."
-            )
-        if clean == old.content:
-            raise _cli().UserError("The new text is the same as the old one; nothing to change.")
-        new = store.supersede(old.id, clean)
+        old, new = review.edit(store, node_id, text)
     if as_json:
         _echo_json({"old": old.to_dict(), "new": new.to_dict()})
         return
@@ -549,18 +543,46 @@ def memory_edit(
 
 
 def memory_forget(
-    node_id: Annotated[str, typer.Argument(metavar="ID", help="The memory to delete.")],
+    node_id: Annotated[str, typer.Argument(metavar="ID", help="The memory to forget.")],
+    purge: Annotated[
+        bool, typer.Option("--purge", help="Delete it for good, with its links (no undo).")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Delete a memory with its links and vectors (an older version it replaced becomes current)."""
+    """Forget a memory: archived (out of recall, restorable with `memory restore`), or deleted with --purge."""
+    from octygraph import review
+
     with _active_store() as store:
         node = store.get_node(node_id.strip())
-        if node is None or not store.delete_node(node.id):
+        if node is None:
             raise _unknown(node_id)
+        if purge:
+            store.delete_node(node.id)
+        else:
+            node = review.forget(store, node.id)
     if as_json:
-        _echo_json({"forgotten": node.to_dict()})
+        _echo_json({"forgotten": node.to_dict(), "purged": purge})
         return
     _print(f"Forgot {_kind(node)} {node.id}: {node.content}")
+    if not purge:
+        _print(f"It is archived; `octygraph memory restore {node.id}` brings it back.")
+
+
+def memory_restore(
+    node_id: Annotated[str, typer.Argument(metavar="ID", help="The archived memory.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Bring back a forgotten (archived) memory."""
+    from octygraph import review
+
+    with _active_store() as store:
+        if store.get_node(node_id.strip()) is None:
+            raise _unknown(node_id)
+        node = review.restore(store, node_id)
+    if as_json:
+        _echo_json({"restored": node.to_dict()})
+        return
+    _print(f"Restored {_kind(node)} {node.id}: {node.content}")
 
 
 def memory_export(
@@ -591,7 +613,7 @@ def memory_export(
         typer.echo(buffer.getvalue(), nl=False)
         return
     _write_private(output, buffer.getvalue())
-    _cli().err.print(
+    common.err.print(
         f"Exported {nodes:,} memories and {edges:,} links to {output}.",
         markup=False,
         highlight=False,
@@ -621,7 +643,7 @@ def _write_private(path: Path, text: str) -> None:
     """Write a file atomically, readable by the user only (memories are private)."""
     path = path.expanduser()
     if path.is_dir():
-        raise _cli().UserError(f"{path} is a folder; give a file name for the export.")
+        raise common.UserError(f"{path} is a folder; give a file name for the export.")
     private_mkdir(path.parent)
     tmp = path.with_name(f".{path.name}.partial")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -630,33 +652,164 @@ def _write_private(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+# --------------------------------------------------------------------------------------------- added by hand, by hooks
+
+
+def memory_add(
+    text: Annotated[str, typer.Argument(help="The memory, as a sentence.")],
+    type_: Annotated[
+        str, typer.Option("--type", "-t", help="entity, fact, event, opinion, instruction or plan.")
+    ] = "fact",
+    subtype: Annotated[
+        str | None, typer.Option(help="Subtype, e.g. person, rule, scheduled.")
+    ] = None,
+    entity: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--entity", "-e", help="An entity this memory is about (repeatable; created if new)."
+        ),
+    ] = None,
+    scope: Annotated[
+        float | None, typer.Option(min=0.0, max=1.0, help="Breadth 0-1 for instructions and plans.")
+    ] = None,
+    valid_from: Annotated[
+        str | None, typer.Option(help="Date it applies from (YYYY-MM-DD), for plans.")
+    ] = None,
+    source: Annotated[str, typer.Option(help="Who said it: user or claude.")] = "user",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the stored memory as JSON.")
+    ] = False,
+) -> None:
+    """Store one memory directly (no pipeline): for people and tests."""
+    from octygraph.heuristics.safety import redact_secrets
+    from octygraph.heuristics.secrets import is_secret_name
+    from octygraph.services import open_store
+    from octygraph.store import NODE_TYPES, SUBTYPES
+
+    if not text.strip():
+        raise UserError("The memory text is empty; give a sentence to remember.")
+    if type_ not in NODE_TYPES:
+        raise UserError(f"Unknown memory type {type_!r}; use one of: {', '.join(NODE_TYPES)}.")
+    if subtype is not None and SUBTYPES[type_] and subtype not in SUBTYPES[type_]:
+        raise UserError(
+            f"Unknown subtype {subtype!r} for {type_}; use one of: {', '.join(SUBTYPES[type_])}."
+        )
+    if source not in ("user", "claude"):
+        raise UserError("--source must be 'user' or 'claude'.")
+    when = parse_date(valid_from, "--valid-from")
+    if type_ == "entity" and is_secret_name(text):
+        raise UserError("That entity name is a secret; nothing was stored.")
+    clean, _ = redact_secrets(text)
+    with open_store(settings()) as store:
+        entity_ids = [
+            store.ensure_entity(name)[0].id
+            for name in (entity or [])
+            if name.strip() and not is_secret_name(name)  # a secret is never an entity
+        ]
+        node = store.add_node(
+            type_,
+            clean,
+            subtype=subtype,
+            entity_ids=entity_ids,
+            scope=scope,
+            valid_from=when,
+            source=source,
+        )
+    if as_json:
+        typer.echo(json.dumps(node.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        out.print(f"Stored {node.node_type} {node.id}: {node.content}", markup=False)
+
+
+def memory_manifest(
+    session: Annotated[
+        str | None, typer.Option("--session", help="Only this Claude session.")
+    ] = None,
+    delete: Annotated[
+        bool,
+        typer.Option(
+            "--delete", help="Forget (archive) everything that session stored (needs --session)."
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Review what the hooks stored, by session; optionally forget one session's memories."""
+    from octygraph.claude import manifest
+
+    s = settings()
+    paths = s.paths
+    if delete:
+        if not session:
+            raise UserError("--delete needs --session ID, so only that session's memories go.")
+        from octygraph.services import open_store
+        from octygraph.store import ARCHIVED
+
+        removed = manifest.remove_session(paths.manifest, session)
+        forgotten = 0
+        if removed and paths.db.exists():
+            with open_store(s, create=False) as store:
+                # Archived like `memory forget`, so a session forgotten by mistake can be restored.
+                for entry in removed:
+                    node = store.get_node(entry["node_id"])
+                    if node is not None and node.superseded_by != ARCHIVED:
+                        store.archive_node(node.id)
+                        forgotten += 1
+        out.print(
+            f"Forgot {forgotten} memories stored by session {session}"
+            + (" (`octygraph memory ls --archived` lists them)." if forgotten else ".")
+        )
+        return
+    entries = manifest.load(paths.manifest, session=session)
+    if as_json:
+        typer.echo(json.dumps(entries, ensure_ascii=False, indent=2))
+        return
+    if not entries:
+        out.print(
+            "Nothing stored by hooks yet."
+            if not session
+            else f"Nothing stored by session {session}."
+        )
+        return
+    from rich.table import Table
+
+    table = Table("session", "node id", "type", "content")
+    for e in entries:
+        kind = e["type"] + (f"/{e['subtype']}" if e["subtype"] else "")
+        table.add_row(e["session_id"], e["node_id"], kind, e["content"])
+    out.print(table)
+
+
 # --------------------------------------------------------------------------------------------- wiring
 
-
-def register(memory_app: typer.Typer) -> None:
-    """Add the profile, snapshot and review commands to the CLI's `memory` group."""
-    guard: Callable[[Callable[..., Any]], Callable[..., Any]] = _cli().user_errors
-    commands: list[tuple[str, Callable[..., Any]]] = [
-        ("help", memory_help),
-        ("list", memory_list),
-        ("active", memory_active),
-        ("load", memory_load),
-        ("unload", memory_unload),
-        ("bootstrap", memory_bootstrap),
-        ("show", memory_show),
-        ("ls", memory_ls),
-        ("edit", memory_edit),
-        ("forget", memory_forget),
-        ("export", memory_export),
-        ("import", memory_import),
-    ]
-    for name, func in commands:
-        memory_app.command(name)(guard(func))
-    freeze_app = typer.Typer(
-        help="Named snapshots of a profile: list, create, load.",
-        no_args_is_help=True,
-        pretty_exceptions_enable=False,
-    )
-    for name, func in (("list", freeze_list), ("create", freeze_create), ("load", freeze_load)):
-        freeze_app.command(name)(guard(func))
-    memory_app.add_typer(freeze_app, name="freeze")
+memory_app = typer.Typer(
+    help="Look at, change and manage what octygraph remembers.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+_COMMANDS: list[tuple[str, Callable[..., Any]]] = [
+    ("add", memory_add),
+    ("help", memory_help),
+    ("list", memory_list),
+    ("active", memory_active),
+    ("load", memory_load),
+    ("unload", memory_unload),
+    ("bootstrap", memory_bootstrap),
+    ("show", memory_show),
+    ("ls", memory_ls),
+    ("edit", memory_edit),
+    ("forget", memory_forget),
+    ("restore", memory_restore),
+    ("export", memory_export),
+    ("import", memory_import),
+    ("manifest", memory_manifest),
+]
+for _name, _func in _COMMANDS:
+    memory_app.command(_name)(user_errors(_func))
+freeze_app = typer.Typer(
+    help="Named snapshots of a profile: list, create, load.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+for _name, _func in (("list", freeze_list), ("create", freeze_create), ("load", freeze_load)):
+    freeze_app.command(_name)(user_errors(_func))
+memory_app.add_typer(freeze_app, name="freeze")

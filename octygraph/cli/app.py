@@ -1,21 +1,27 @@
-"""The `octygraph` command line (typer).
+"""The `octygraph` command line (typer): the top-level commands; `memory ...` lives in `cli.memory`.
 
 Every user error ends with one plain sentence on stderr and exit code 1, never a traceback.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
-from collections.abc import Callable
-from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from octygraph.cli.common import (
+    UserError,
+    err,
+    out,
+    progress_bar,
+    settings,
+    user_errors,
+)
+from octygraph.cli.common import state as _state
+from octygraph.cli.memory import memory_app
+from octygraph.service.cli import serve_app
 from octygraph.settings import Settings, SettingsError
 
 app = typer.Typer(
@@ -26,85 +32,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-memory_app = typer.Typer(
-    help="Look at, change and manage what octygraph remembers.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
 app.add_typer(memory_app, name="memory")
-
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-_state: dict[str, str | None] = {"project": None}
-
-
-class UserError(Exception):
-    """A mistake the user can fix; its message is shown as is."""
-
-
-def settings() -> Settings:
-    """Settings for this invocation (environment, `.env` files and the --project option)."""
-    return Settings.from_env(project_id=_state["project"])
-
-
-def fail(message: str) -> typer.Exit:
-    err.print(message, markup=False, highlight=False)
-    return typer.Exit(1)
-
-
-def user_errors(func: F) -> F:
-    """Turn the errors a user can cause into one sentence and exit code 1."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from octygraph.embeddings import EmbeddingModelError
-        from octygraph.llm.errors import LLMConfigError
-        from octygraph.store import StoreError
-
-        try:
-            return func(*args, **kwargs)
-        except (UserError, StoreError, SettingsError, EmbeddingModelError, LLMConfigError) as exc:
-            raise fail(_redacted(str(exc))) from None
-        except KeyboardInterrupt:
-            raise fail("Interrupted; nothing was half-written.") from None
-        except OSError as exc:
-            raise fail(
-                _redacted(f"{exc.strerror or exc}: {exc.filename or ''}".strip(": "))
-            ) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _redacted(text: str) -> str:
-    try:
-        return settings().redact(text)
-    except Exception:
-        return text
-
-
-def parse_date(value: str | None, option: str) -> str | None:
-    """Accept YYYY-MM-DD or an ISO date-time; anything else is a user error."""
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise UserError(f"{option} {value!r} is not a date; use YYYY-MM-DD.") from None
-    return parsed.strftime("%Y-%m-%d") if len(value.strip()) <= 10 else parsed.isoformat()
-
-
-def progress_bar() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-    )
 
 
 @app.callback()
@@ -122,7 +50,7 @@ def main_options(
     _state["project"] = project
 
 
-# --------------------------------------------------------------------------- search / add / reindex
+# --------------------------------------------------------------------------- search / reindex
 
 
 @app.command()
@@ -177,74 +105,6 @@ def search(
         kind = h.node.node_type + (f"/{h.node.subtype}" if h.node.subtype else "")
         table.add_row(f"{h.score:.3f}", f"{h.cosine:.3f}", kind, h.node.content, h.node.id)
     out.print(table)
-
-
-@memory_app.command("add")
-@user_errors
-def memory_add(
-    text: Annotated[str, typer.Argument(help="The memory, as a sentence.")],
-    type_: Annotated[
-        str, typer.Option("--type", "-t", help="entity, fact, event, opinion, instruction or plan.")
-    ] = "fact",
-    subtype: Annotated[
-        str | None, typer.Option(help="Subtype, e.g. person, rule, scheduled.")
-    ] = None,
-    entity: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--entity", "-e", help="An entity this memory is about (repeatable; created if new)."
-        ),
-    ] = None,
-    scope: Annotated[
-        float | None, typer.Option(min=0.0, max=1.0, help="Breadth 0-1 for instructions and plans.")
-    ] = None,
-    valid_from: Annotated[
-        str | None, typer.Option(help="Date it applies from (YYYY-MM-DD), for plans.")
-    ] = None,
-    source: Annotated[str, typer.Option(help="Who said it: user or claude.")] = "user",
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the stored memory as JSON.")
-    ] = False,
-) -> None:
-    """Store one memory directly (no pipeline): for people and tests."""
-    from octygraph.heuristics.safety import redact_secrets
-    from octygraph.heuristics.secrets import is_secret_name
-    from octygraph.services import open_store
-    from octygraph.store import NODE_TYPES, SUBTYPES
-
-    if not text.strip():
-        raise UserError("The memory text is empty; give a sentence to remember.")
-    if type_ not in NODE_TYPES:
-        raise UserError(f"Unknown memory type {type_!r}; use one of: {', '.join(NODE_TYPES)}.")
-    if subtype is not None and SUBTYPES[type_] and subtype not in SUBTYPES[type_]:
-        raise UserError(
-            f"Unknown subtype {subtype!r} for {type_}; use one of: {', '.join(SUBTYPES[type_])}."
-        )
-    if source not in ("user", "claude"):
-        raise UserError("--source must be 'user' or 'claude'.")
-    when = parse_date(valid_from, "--valid-from")
-    if type_ == "entity" and is_secret_name(text):
-        raise UserError("That entity name is a secret; nothing was stored.")
-    clean, _ = redact_secrets(text)
-    with open_store(settings()) as store:
-        entity_ids = [
-            store.ensure_entity(name)[0].id
-            for name in (entity or [])
-            if name.strip() and not is_secret_name(name)  # a secret is never an entity
-        ]
-        node = store.add_node(
-            type_,
-            clean,
-            subtype=subtype,
-            entity_ids=entity_ids,
-            scope=scope,
-            valid_from=when,
-            source=source,
-        )
-    if as_json:
-        typer.echo(json.dumps(node.to_dict(), ensure_ascii=False, indent=2))
-    else:
-        out.print(f"Stored {node.node_type} {node.id}: {node.content}", markup=False)
 
 
 @app.command()
@@ -668,58 +528,39 @@ def verbose_mode(
     _toggle("verbose_flag", "Verbose mode", on)
 
 
-@memory_app.command("manifest")
+@app.command("ui")
 @user_errors
-def memory_manifest(
-    session: Annotated[
-        str | None, typer.Option("--session", help="Only this Claude session.")
-    ] = None,
-    delete: Annotated[
-        bool,
-        typer.Option("--delete", help="Forget everything that session stored (needs --session)."),
+def ui_command(
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (default: a free one).")
+    ] = 0,
+    open_browser: Annotated[
+        bool, typer.Option("--open", help="Open the page in the default browser.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Review what the hooks stored, by session; optionally forget one session's memories."""
-    from octygraph.claude import manifest
+    """Review memory in the browser: browse, search, edit, forget with undo, contradictions, prompts, graph, usage.
 
-    s = settings()
-    paths = s.paths
-    if delete:
-        if not session:
-            raise UserError("--delete needs --session ID, so only that session's memories go.")
-        from octygraph.services import open_store
+    Serves on this machine only (127.0.0.1); the printed link carries a random token that the page requires.
+    Stop it with Ctrl+C.
+    """
+    from octygraph.ui.app import serve
 
-        removed = manifest.remove_session(paths.manifest, session)
-        deleted = 0
-        if removed and paths.db.exists():
-            with open_store(s, create=False) as store:
-                deleted = sum(store.delete_node(e["node_id"]) for e in removed)
-        out.print(f"Forgot {deleted} memories stored by session {session}.")
-        return
-    entries = manifest.load(paths.manifest, session=session)
-    if as_json:
-        typer.echo(json.dumps(entries, ensure_ascii=False, indent=2))
-        return
-    if not entries:
-        out.print(
-            "Nothing stored by hooks yet."
-            if not session
-            else f"Nothing stored by session {session}."
-        )
-        return
-    from rich.table import Table
-
-    table = Table("session", "node id", "type", "content")
-    for e in entries:
-        kind = e["type"] + (f"/{e['subtype']}" if e["subtype"] else "")
-        table.add_row(e["session_id"], e["node_id"], kind, e["content"])
-    out.print(table)
+    try:
+        serve(settings(), port=port, open_browser=open_browser)
+    except KeyboardInterrupt:
+        pass
 
 
-# Command groups that live in their own modules, registered once every command above exists.
-from octygraph.memory_cli import register as _register_memory  # noqa: E402
-from octygraph.service.cli import serve_app  # noqa: E402
+@app.command("mcp")
+@user_errors
+def mcp_command() -> None:
+    """Serve this project's memory to Claude as an MCP server over stdio (search, remember, forget, rules).
 
-_register_memory(memory_app)
+    Claude Code starts it through the plugin; to add it by hand: `claude mcp add octygraph -- octygraph mcp`.
+    """
+    from octygraph.mcp_server import serve_stdio
+
+    serve_stdio(settings())
+
+
 app.add_typer(serve_app, name="serve")

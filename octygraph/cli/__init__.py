@@ -1,0 +1,8 @@
+"""The `octygraph` command line: `app` (typer) and `main`, the console-script entry point.
+
+`common` holds what the command modules share; `app` the top-level commands; `memory` the memory group.
+"""
+
+from octygraph.cli.app import app, main, split_slash_arguments
+
+__all__ = ["app", "main", "split_slash_arguments"]

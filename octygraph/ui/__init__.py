@@ -1,0 +1,1 @@
+"""`octygraph ui`: a local review page for the project's memory (Starlette, Jinja2, served by uvicorn)."""
