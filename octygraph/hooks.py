@@ -28,7 +28,7 @@ from octygraph.sessions import SessionLog
 from octygraph.settings import Settings
 
 if TYPE_CHECKING:
-    from octygraph.store import MemoryStore
+    from octygraph.store import AdminStore
 
 log = logging.getLogger("octygraph.hooks")
 
@@ -140,12 +140,12 @@ def _configure_logging(settings: Settings) -> None:
         )
 
 
-StoreLease = Callable[[Settings], AbstractAsyncContextManager["MemoryStore"]]
+StoreLease = Callable[[Settings], AbstractAsyncContextManager["AdminStore"]]
 """Lends the project's store for one run: the service keeps stores open, a hook process opens one."""
 
 
 @asynccontextmanager
-async def open_store_for_run(settings: Settings) -> AsyncIterator[MemoryStore]:
+async def open_store_for_run(settings: Settings) -> AsyncIterator[AdminStore]:
     """Open the project's store for one run and close it afterwards (the in-process path)."""
     from octygraph.services import open_store
 

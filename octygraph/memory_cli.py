@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from octygraph.profiles import LoadResult, MemoryProfiles
     from octygraph.profiles.graph import ProgressFn
     from octygraph.settings import Settings
-    from octygraph.store import MemoryStore, Node
+    from octygraph.store import AdminStore, Node
 
 HELP_TEXT = """\
 octygraph memory: manage what octygraph remembers for this project.
@@ -102,7 +102,7 @@ def _progress() -> Iterator[ProgressFn]:
 
 
 @contextmanager
-def _active_store(*, create: bool = False) -> Iterator[MemoryStore]:
+def _active_store(*, create: bool = False) -> Iterator[AdminStore]:
     from octygraph.services import open_store
 
     settings = _settings()

@@ -21,7 +21,7 @@ from octygraph.llm.usage import UsageTracker
 from octygraph.persistence import open_checkpointer
 from octygraph.settings import Settings
 from octygraph.state import InputState
-from octygraph.store import MemoryStore
+from octygraph.store import GraphStore
 from octygraph.traces import load_trace, new_trace_id, to_jsonable, write_trace
 
 
@@ -52,7 +52,7 @@ class RunOptions:
 
 def make_context(
     settings: Settings,
-    store: MemoryStore,
+    store: GraphStore,
     *,
     offline: bool = False,
     usage: UsageTracker | None = None,
@@ -117,7 +117,7 @@ def result_json(
 async def run_prompt(
     prompt: str,
     settings: Settings,
-    store: MemoryStore,
+    store: GraphStore,
     options: RunOptions | None = None,
     *,
     context: Context | None = None,
@@ -212,7 +212,7 @@ async def run_prompt(
 
 
 async def replay(
-    trace_id: str, settings: Settings, store: MemoryStore, *, offline: bool = True
+    trace_id: str, settings: Settings, store: GraphStore, *, offline: bool = True
 ) -> dict[str, Any]:
     """Re-run assembly and curation from the run's stored checkpoint (nothing is written to memory).
 

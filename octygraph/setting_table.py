@@ -108,6 +108,14 @@ TABLE: tuple[Setting, ...] = (
     Setting("OCTYBOT_PROJECT", None, text, _R, "project id (default: the git root's folder name)"),
     Setting("CLAUDE_PROJECT_DIR", None, text, _R, "project folder Claude Code names for the hooks"),
     Setting("DB_PATH", None, text, _R, "database file instead of the project's memory.db"),
+    Setting(
+        "OCTY_DATABASE_URL",
+        None,
+        text,
+        _R,
+        "postgresql://... to keep memories on a PostgreSQL server with pgvector",
+        secret=True,
+    ),
     # Thinking with an LLM
     Setting("OPENROUTER_API_KEY", None, text, _R, "OpenRouter key", secret=True, dotenv=True),
     Setting("OCTY_LLM_BASE_URL", None, text, _R, "OpenAI-compatible endpoint", dotenv=True),

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from octygraph.heuristics.lexicon import COMMON_VERBS, STOPWORDS
 from octygraph.heuristics.safety import is_grounded, looks_like_injection, redact_secrets
 from octygraph.models import DEFAULT_SUBTYPE, SUBTYPES
-from octygraph.store import MemoryStore, StoreError
+from octygraph.store import GraphStore, StoreError
 from octygraph.tools.ops import ToolResult, to_record
 
 RESTATEMENT_COSINE = 0.88
@@ -92,7 +92,7 @@ def check_content(content: str, grounding_text: str | None) -> str:
 
 
 def resolve_entities(
-    store: MemoryStore, entity_ids: Sequence[str] = (), entity_names: Sequence[str] = ()
+    store: GraphStore, entity_ids: Sequence[str] = (), entity_names: Sequence[str] = ()
 ) -> list[str]:
     """Valid entity ids: given ids that exist, plus names found or created."""
     ids: list[str] = []
@@ -108,7 +108,7 @@ def resolve_entities(
 
 
 def store_memory(
-    store: MemoryStore,
+    store: GraphStore,
     *,
     node_type: str,
     content: str,
@@ -162,7 +162,7 @@ def store_memory(
 
 
 def supersede_memory(
-    store: MemoryStore,
+    store: GraphStore,
     *,
     old_id: str,
     new_content: str,
