@@ -25,9 +25,18 @@ class Migration:
     statements: Callable[[int], list[str]]  # given the embedding dimension
 
 
+# The keyword index stems like SQLite's porter tokenizer and, like it, keeps every word: PostgreSQL's
+# `english` configuration drops stopwords such as "before", which the memories' wording relies on.
+TS_CONFIG = "octy_english"
+
+
 def _core(dim: int) -> list[str]:
     return [
-        """CREATE TABLE IF NOT EXISTS nodes (
+        "CREATE TEXT SEARCH DICTIONARY octy_english_stem (TEMPLATE = snowball, Language = english)",
+        f"CREATE TEXT SEARCH CONFIGURATION {TS_CONFIG} (COPY = english)",
+        f"ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG} ALTER MAPPING FOR asciiword, asciihword, "
+        "hword_asciipart, word, hword, hword_part WITH octy_english_stem",
+        f"""CREATE TABLE IF NOT EXISTS nodes (
             seq BIGSERIAL UNIQUE,
             id TEXT PRIMARY KEY,
             node_type TEXT NOT NULL,
@@ -40,10 +49,10 @@ def _core(dim: int) -> list[str]:
             valid_from TEXT,
             valid_until TEXT,
             superseded_by TEXT,
-            attributes TEXT DEFAULT '{}',
+            attributes TEXT DEFAULT '{{}}',
             can_summarize INTEGER DEFAULT 1,
             scope DOUBLE PRECISION DEFAULT NULL,
-            tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', content)) STORED
+            tsv tsvector GENERATED ALWAYS AS (to_tsvector('{TS_CONFIG}', content)) STORED
         )""",
         """CREATE TABLE IF NOT EXISTS edges (
             seq BIGSERIAL UNIQUE,

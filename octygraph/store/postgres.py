@@ -28,6 +28,7 @@ from octygraph.store.pg_schema import (
     MIGRATIONS,
     MIGRATIONS_DDL,
     SCHEMA_VERSION,
+    TS_CONFIG,
     vector_index_ddl,
 )
 from octygraph.store.protocol import SearchMode
@@ -111,7 +112,8 @@ class PostgresStore:
         self._conn = conn
         self._lock = threading.RLock()
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._avgdl: tuple[float, float] | None = None  # (value, read at)
+        # (documents, average length, read at, revision) for BM25; see _corpus_stats.
+        self._corpus: tuple[int, float, float, int] | None = None
 
     # ------------------------------------------------------------------ opening
 
@@ -295,67 +297,85 @@ class PostgresStore:
                 else self.embedder.embed_array([i.content.strip() for i in chunk])
             )
             with self.transaction() as conn:
-                for item, vec in zip(chunk, chunk_vecs, strict=True):
-                    created.append(self._insert(conn, item, vec))
+                created.extend(self._insert_many(conn, chunk, chunk_vecs))
             if progress:
                 progress(len(chunk))
         return created
 
     def _insert(self, conn: Any, item: NewNode, vec: np.ndarray) -> Node:
-        node_id = item.id or new_id()
-        created_at = item.created_at or utcnow()
-        scope = item.scope if item.scope is not None else DEFAULT_SCOPE.get(item.node_type)
-        can_summarize = 0 if item.node_type in ("instruction", "plan") else 1
-        attributes = json.dumps(item.attributes or {}, sort_keys=True)
-        content = item.content.strip()
-        vector = np.asarray(vec, dtype=np.float32)
-        if vector.shape[0] != self.embedder.dim:
-            raise EmbeddingMismatch(
-                "A vector has another dimension than the store's; run `octygraph reindex`."
+        return self._insert_many(conn, [item], [vec])[0]
+
+    def _insert_many(
+        self, conn: Any, items: Sequence[NewNode], vecs: Sequence[np.ndarray] | np.ndarray
+    ) -> list[Node]:
+        """Insert nodes with their vectors and edges; rows go in batches (one round trip each)."""
+        nodes: list[Node] = []
+        node_rows: list[tuple[Any, ...]] = []
+        vector_rows: list[tuple[Any, ...]] = []
+        for item, vec in zip(items, vecs, strict=True):
+            node_id = item.id or new_id()
+            created_at = item.created_at or utcnow()
+            scope = item.scope if item.scope is not None else DEFAULT_SCOPE.get(item.node_type)
+            can_summarize = 0 if item.node_type in ("instruction", "plan") else 1
+            content = item.content.strip()
+            vector = np.asarray(vec, dtype=np.float32)
+            if vector.shape[0] != self.embedder.dim:
+                raise EmbeddingMismatch(
+                    "A vector has another dimension than the store's; run `octygraph reindex`."
+                )
+            node_rows.append(
+                (
+                    node_id,
+                    item.node_type,
+                    item.subtype,
+                    content,
+                    item.salience,
+                    item.confidence,
+                    item.source,
+                    created_at,
+                    item.valid_from,
+                    item.valid_until,
+                    None,
+                    json.dumps(item.attributes or {}, sort_keys=True),
+                    can_summarize,
+                    scope,
+                )
             )
-        conn.execute(
-            f"INSERT INTO nodes ({_NODE_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-            (
-                node_id,
-                item.node_type,
-                item.subtype,
-                content,
-                item.salience,
-                item.confidence,
-                item.source,
-                created_at,
-                item.valid_from,
-                item.valid_until,
-                None,
-                attributes,
-                can_summarize,
-                scope,
-            ),
-        )
-        conn.execute(
-            "INSERT INTO embeddings(node_id, node_type, active, vector, created_at) "
-            "VALUES (%s, %s, TRUE, %s, %s)",
-            (node_id, item.node_type, vector, created_at),
-        )
-        for target in dict.fromkeys(item.entity_ids):
-            self._insert_edge(conn, node_id, target, item.edge_type, {}, created_at)
-        for target in dict.fromkeys(item.related_ids):
-            self._insert_edge(conn, node_id, target, "see_also", {}, created_at)
-        return Node(
-            id=node_id,
-            node_type=item.node_type,
-            content=content,
-            subtype=item.subtype,
-            salience=item.salience,
-            confidence=item.confidence,
-            source=item.source,
-            created_at=created_at,
-            valid_from=item.valid_from,
-            valid_until=item.valid_until,
-            attributes=item.attributes or {},
-            can_summarize=bool(can_summarize),
-            scope=scope,
-        )
+            vector_rows.append((node_id, item.node_type, vector, created_at))
+            nodes.append(
+                Node(
+                    id=node_id,
+                    node_type=item.node_type,
+                    content=content,
+                    subtype=item.subtype,
+                    salience=item.salience,
+                    confidence=item.confidence,
+                    source=item.source,
+                    created_at=created_at,
+                    valid_from=item.valid_from,
+                    valid_until=item.valid_until,
+                    attributes=item.attributes or {},
+                    can_summarize=bool(can_summarize),
+                    scope=scope,
+                )
+            )
+        with conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO nodes ({_NODE_COLS}) VALUES "
+                "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                node_rows,
+            )
+            cur.executemany(
+                "INSERT INTO embeddings(node_id, node_type, active, vector, created_at) "
+                "VALUES (%s, %s, TRUE, %s, %s)",
+                vector_rows,
+            )
+        for item, node in zip(items, nodes, strict=True):
+            for target in dict.fromkeys(item.entity_ids):
+                self._insert_edge(conn, node.id, target, item.edge_type, {}, node.created_at)
+            for target in dict.fromkeys(item.related_ids):
+                self._insert_edge(conn, node.id, target, "see_also", {}, node.created_at)
+        return nodes
 
     def _insert_edge(
         self,
@@ -827,18 +847,28 @@ class PostgresStore:
                 rows = self._conn.execute(exact, [*args, q, int(k)]).fetchall()
         return [(r[0], float(r[1])) for r in rows]
 
-    def _avg_doc_len(self) -> float:
+    def _corpus_stats(self) -> tuple[int, float]:
+        """(documents, average length in tokens) for BM25, re-read after writes.
+
+        Large tables are re-read at most every AVGDL_TTL_S seconds: the figures move slowly there, and
+        counting a million rows on every search would cost more than the search.
+        """
         now = time.monotonic()
-        if self._avgdl is not None and now - self._avgdl[1] < AVGDL_TTL_S:
-            return self._avgdl[0]
-        # A sample is enough for a length norm; a full scan would cost seconds at a million rows.
+        revision = self.revision()[1]
+        cached = self._corpus
+        if cached is not None:
+            n_docs, avg_len, at, seen = cached
+            if seen == revision or (n_docs > 50_000 and now - at < AVGDL_TTL_S):
+                return n_docs, avg_len
+        n_docs = int(self._rows("SELECT count(*) FROM nodes")[0][0])
+        # The length norm from the newest 5,000 documents: a sample is enough for an average.
         row = self._rows(
             "SELECT avg((SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0) "
             "FROM unnest(s.tsv) u)) FROM (SELECT tsv FROM nodes ORDER BY seq DESC LIMIT 5000) s"
         )
-        value = float(row[0][0] or 1.0) if row else 1.0
-        self._avgdl = (max(value, 1e-9), now)
-        return self._avgdl[0]
+        avg_len = max(float(row[0][0] or 1.0) if row else 1.0, 1e-9)
+        self._corpus = (n_docs, avg_len, now, revision)
+        return n_docs, avg_len
 
     def _keyword_candidates(
         self, query: str, k: int, where: list[str], args: list[Any]
@@ -851,7 +881,8 @@ class PostgresStore:
             lexemes = [
                 r[0]
                 for r in self._conn.execute(
-                    "SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", (words,)
+                    "SELECT unnest(tsvector_to_array(to_tsvector('" + TS_CONFIG + "', %s)))",
+                    (words,),
                 )
             ]
         if not lexemes:
@@ -869,8 +900,8 @@ class PostgresStore:
         if not rows:
             return []
         ids = [r[0] for r in rows]
-        n_docs = self._rows("SELECT reltuples::bigint FROM pg_class WHERE oid = 'nodes'::regclass")
-        total = max(int(n_docs[0][0]) if n_docs else 0, len(ids), 1)
+        n_docs, avg_len = self._corpus_stats()
+        total = max(n_docs, len(ids), 1)
         idf: dict[str, float] = {}
         for lex in lexemes:
             df = self._rows(
@@ -886,7 +917,6 @@ class PostgresStore:
             "WHERE n.id = ANY(%s) AND u.lexeme = ANY(%s)",
             (ids, lexemes),
         )
-        avg_len = self._avg_doc_len()
         scores: dict[str, float] = {}
         for node_id, length, lexeme, tf in stats:
             norm = BM25_K1 * (1 - BM25_B + BM25_B * float(length) / avg_len)
