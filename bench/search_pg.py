@@ -29,19 +29,39 @@ from search import make_nodes, make_queries, noisy_copies, time_calls
 
 from octygraph.embeddings import local_embeddings
 from octygraph.store import MemoryStore, SearchMode
-from octygraph.store.postgres import PostgresStore
+from octygraph.store.postgres import EF_SEARCH, PostgresStore
 
 LIMIT = 10
-EF_VALUES = (40, 100, 200)
 
 
-def vectors_for(nodes: Sequence[Any], unique: int, embedder: Any) -> np.ndarray:
-    """The model's vectors of the first `unique` texts, noisy copies of them for the rest."""
+def vectors_for(
+    nodes: Sequence[Any], unique: int, embedder: Any, sigma: float, mix: bool
+) -> np.ndarray:
+    """The model's vectors of the first `unique` texts, noisy copies (or blends) of them for the rest.
+
+    Copies (bench/search.py's way) put every node within `sigma` per dimension of one model vector: at a
+    million nodes, 500 near-duplicates a text, whose order among themselves is decided by the noise
+    alone, which no approximate index reproduces exactly. Blends (`mix`) put each node between two model
+    vectors at a random weight, plus the same noise: a continuous spread, as a large real history has.
+    """
     with Timer() as t:
         base = embedder.embed_array([n.content for n in nodes[:unique]]).astype(np.float32)
     print(f"embedded {unique} texts in {t.seconds:.1f} s", file=sys.stderr)
-    rest = noisy_copies(base, len(nodes) - unique) if len(nodes) > unique else base[:0]
-    return np.concatenate([base, rest]).astype(np.float32)
+    count = len(nodes) - unique
+    if count <= 0:
+        return base
+    if not mix:
+        return np.concatenate([base, noisy_copies(base, count, sigma=sigma)]).astype(np.float32)
+    rng = np.random.default_rng(5)
+    out = np.empty((count, base.shape[1]), dtype=np.float32)
+    for start in range(0, count, 100_000):
+        n = min(100_000, count - start)
+        a = base[rng.integers(0, unique, n)]
+        b = base[rng.integers(0, unique, n)]
+        w = rng.uniform(0.0, 1.0, (n, 1)).astype(np.float32)
+        v = a * (1 - w) + b * w + rng.normal(0.0, sigma, (n, base.shape[1])).astype(np.float32)
+        out[start : start + n] = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return np.concatenate([base, out]).astype(np.float32)
 
 
 def exact_top(mat: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
@@ -67,7 +87,7 @@ def run(args: argparse.Namespace) -> str:
     nodes = make_nodes(args.nodes)
     for i, node in enumerate(nodes):
         node.id = f"n{i:08d}"  # known ids: NumPy's answer maps to the stores' directly
-    mat = vectors_for(nodes, min(args.unique, len(nodes)), embedder)
+    mat = vectors_for(nodes, min(args.unique, len(nodes)), embedder, args.sigma, args.mix)
     ids = [n.id for n in nodes]
     queries = make_queries(args.queries)
     qvecs = embedder.embed_array(queries).astype(np.float32)
@@ -109,7 +129,7 @@ def run(args: argparse.Namespace) -> str:
         info.append(["PostgreSQL load (COPY)", f"{load.seconds - build_s:.0f} s"])
         info.append(["PostgreSQL HNSW build (m=16, ef_construction=64)", f"{build_s:.0f} s"])
         print(f"pg loaded in {load.seconds:.0f} s (HNSW {build_s:.0f} s)", file=sys.stderr)
-        for ef in EF_VALUES:
+        for ef in [int(x) for x in args.ef.split(",")]:
             store.ef_search = ef
             r = recall(store, queries, qvecs, truth)
             info.append([f"PostgreSQL HNSW recall@10 vs exact, ef_search={ef}", f"{r:.3f}"])
@@ -125,7 +145,7 @@ def run(args: argparse.Namespace) -> str:
             len(queries),
         )
         timed(
-            "PostgreSQL store.search hybrid (ef_search=100)",
+            f"PostgreSQL store.search hybrid (ef_search={EF_SEARCH})",
             searcher(store, queries, qvecs, "hybrid"),
             len(queries),
         )
@@ -164,7 +184,8 @@ def run(args: argparse.Namespace) -> str:
             finally:
                 sq.close()
     return (
-        f"{len(nodes):,} memories, {len(queries)} queries, top {LIMIT}, one search at a time\n\n"
+        f"{len(nodes):,} memories ({'blends' if args.mix else 'copies'}, sigma {args.sigma}), "
+        f"{len(queries)} queries, top {LIMIT}, one search at a time\n\n"
         + table(["search (one query)", "p50 ms", "p95 ms", "queries"], lat)
         + "\n\n"
         + table(["build / check", "value"], info)
@@ -182,6 +203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--url", default=None, help="postgresql://... (default: a pgserver of its own)"
     )
+    parser.add_argument("--sigma", type=float, default=0.02, help="noise per dimension")
+    parser.add_argument("--mix", action="store_true", help="blend two model vectors per node")
+    parser.add_argument("--ef", default="40,100,200", help="hnsw.ef_search values to time")
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL schema afterwards")
     args = parser.parse_args(argv)

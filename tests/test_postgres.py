@@ -40,7 +40,7 @@ def test_schema_migrations_and_indexes(pg_url: str, embedder: LocalEmbeddings) -
     try:
         conn = store._conn
         migrations = conn.execute("SELECT version, name FROM octy_migrations").fetchall()
-        assert [m[0] for m in migrations] == [1]
+        assert [m[0] for m in migrations] == [1, 2]
         indexes = {
             r[0]: r[1]
             for r in conn.execute(
@@ -78,7 +78,7 @@ def test_schema_migrations_and_indexes(pg_url: str, embedder: LocalEmbeddings) -
         assert store.meta()["embedding_dim"] == "384"
         # Opening again applies nothing twice.
         _open(pg_url, embedder, project).close()
-        assert conn.execute("SELECT count(*) FROM octy_migrations").fetchone()[0] == 1
+        assert conn.execute("SELECT count(*) FROM octy_migrations").fetchone()[0] == 2
     finally:
         store.drop_project()
         store.close()
