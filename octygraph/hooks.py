@@ -286,7 +286,9 @@ async def handle(
             if start is not None and stores is not open_store_for_run:
                 # In the service: open the project's store now, so the first prompt finds it warm.
                 settings = settings or _settings(start.cwd or cwd, env)
-                if settings.paths.db.exists():
+                from octygraph.services import store_exists
+
+                if store_exists(settings):
                     async with stores(settings):
                         pass
             return HookReply()

@@ -106,13 +106,23 @@ def _active_store(*, create: bool = False) -> Iterator[AdminStore]:
     from octygraph.services import open_store
 
     settings = _settings()
-    if not create and not settings.paths.db.exists():
+    if not create and settings.database_url is None and not settings.paths.db.exists():
         raise _cli().UserError(
             f"Project {settings.project_id!r} has no memory database yet; load one with "
             "`octygraph memory load small-baseline` or add a memory with `octygraph memory add`."
         )
     with open_store(settings, create=create) as store:
         yield store
+
+
+def _refuse_on_server() -> None:
+    """Profiles and snapshots are SQLite files: refused, in one sentence, when memory is on a server."""
+    if _settings().database_url is not None:
+        raise _cli().UserError(
+            "Profiles and snapshots are SQLite files and OCTY_DATABASE_URL keeps this project on "
+            "PostgreSQL; move memories with `octygraph memory export --format jsonl` and "
+            "`octygraph memory import FILE` instead."
+        )
 
 
 def _unknown(node_id: str) -> Exception:
@@ -286,6 +296,7 @@ def memory_load(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Load a profile into the active database (the current one is saved as a snapshot first)."""
+    _refuse_on_server()
     with _progress() as progress:
         result = _profiles().load(profile, progress=progress)
     _report_load(result, f"Loaded profile {result.profile}", as_json)
@@ -295,6 +306,7 @@ def memory_unload(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Empty the active database (it is saved as a snapshot first)."""
+    _refuse_on_server()
     profiles = _profiles()
     result = profiles.unload()
     if result.source is None and not result.stats:
@@ -379,6 +391,7 @@ def freeze_create(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Save the active database (or a stored profile) as a named snapshot."""
+    _refuse_on_server()
     from octygraph.profiles import human_bytes
 
     path, info = _profiles().freeze_create(name, profile)
@@ -399,6 +412,7 @@ def freeze_load(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Restore a snapshot into the active database (the current one is saved first)."""
+    _refuse_on_server()
     result = _profiles().freeze_load(name, profile)
     snapshot = result.source.stem if result.source else name
     _report_load(result, f"Restored snapshot {snapshot} of {result.profile or 'default'}", as_json)

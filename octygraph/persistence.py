@@ -1,14 +1,22 @@
-"""Checkpoints: LangGraph's AsyncSqliteSaver on `checkpoints.db`, with our state types allow-listed."""
+"""Checkpoints: LangGraph's AsyncSqliteSaver on `checkpoints.db`, with our state types allow-listed.
+
+With OCTY_DATABASE_URL set they go to the same PostgreSQL server as the memories, in the project's
+schema (langgraph-checkpoint-postgres), so a run started on one machine can be replayed from another.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+if TYPE_CHECKING:
+    from octygraph.settings import Settings
 
 from octygraph.models import (
     Classification,
@@ -55,3 +63,30 @@ async def open_checkpointer(path: str | Path) -> AsyncIterator[AsyncSqliteSaver]
         yield saver
     finally:
         await conn.close()
+
+
+@asynccontextmanager
+async def open_postgres_checkpointer(url: str, project_id: str) -> AsyncIterator[Any]:
+    """An AsyncPostgresSaver in the project's schema on the server at `url`, closed on exit."""
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.conninfo import make_conninfo
+
+    from octygraph.store.postgres import schema_name
+
+    # The project's schema first: its checkpoint tables sit beside its memories.
+    conninfo = make_conninfo(url, options=f"-c search_path={schema_name(project_id)},public")
+    async with AsyncPostgresSaver.from_conn_string(conninfo, serde=make_serde()) as saver:
+        await saver.setup()
+        yield saver
+
+
+@asynccontextmanager
+async def checkpointer_for(settings: Settings) -> AsyncIterator[Any]:
+    """The project's checkpointer: PostgreSQL when OCTY_DATABASE_URL is set, else `checkpoints.db`."""
+    if settings.database_url is not None:
+        url = settings.database_url.get_secret_value()
+        async with open_postgres_checkpointer(url, settings.project_id) as saver:
+            yield saver
+    else:
+        async with open_checkpointer(settings.paths.checkpoints) as saver:
+            yield saver

@@ -18,7 +18,7 @@ from langchain_core.runnables import RunnableConfig
 from octygraph.context import Context
 from octygraph.graph import build_graph
 from octygraph.llm.usage import UsageTracker
-from octygraph.persistence import open_checkpointer
+from octygraph.persistence import checkpointer_for
 from octygraph.settings import Settings
 from octygraph.state import InputState
 from octygraph.store import GraphStore
@@ -147,7 +147,7 @@ async def run_prompt(
     inputs: InputState = {"prompt": prompt}
     partial: dict[str, Any] = {}
     timed_out = False
-    async with open_checkpointer(settings.paths.checkpoints) as saver:
+    async with checkpointer_for(settings) as saver:
         graph = with_checkpointer(saver)
         try:
             async with asyncio.timeout(options.deadline_s):
@@ -221,7 +221,7 @@ async def replay(
     trace = load_trace(settings.paths.debug_dir, trace_id)
     thread_id = trace["trace_id"]
     ctx = make_context(settings, store, offline=offline, read_only=True)
-    async with open_checkpointer(settings.paths.checkpoints) as saver:
+    async with checkpointer_for(settings) as saver:
         graph = with_checkpointer(saver)
         base: RunnableConfig = {"configurable": {"thread_id": thread_id}}
         history = [s async for s in graph.aget_state_history(base)]
@@ -246,7 +246,7 @@ async def replay(
 
 async def checkpoint_steps(settings: Settings, trace_id: str) -> list[dict[str, Any]]:
     """The run's checkpoint history, oldest first: step and which nodes were about to run."""
-    async with open_checkpointer(settings.paths.checkpoints) as saver:
+    async with checkpointer_for(settings) as saver:
         graph = with_checkpointer(saver)
         history = [
             s async for s in graph.aget_state_history({"configurable": {"thread_id": trace_id}})

@@ -29,3 +29,12 @@ def open_store(settings: Settings, *, create: bool = True, check_model: bool = T
         create=create,
         check_model=check_model,
     )
+
+
+def store_exists(settings: Settings) -> bool:
+    """Whether the project may have memories to open without creating them.
+
+    On a server that is asked when opening (a missing project is a clear StoreError there); locally it
+    is whether the SQLite file exists.
+    """
+    return settings.database_url is not None or settings.paths.db.exists()

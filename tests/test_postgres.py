@@ -248,3 +248,39 @@ def test_require_postgres_is_set_in_ci() -> None:
     # CI sets OCTY_REQUIRE_POSTGRES=1 so a missing server fails instead of skipping; see .ci/run.
     if os.environ.get("CI") == "true":
         assert os.environ.get("OCTY_REQUIRE_POSTGRES") == "1"
+
+
+def test_pipeline_and_commands_on_postgres(
+    pg_url: str, home: Path, monkeypatch: pytest.MonkeyPatch, embedder: LocalEmbeddings
+) -> None:
+    from tests.conftest import cli_json, run_cli
+
+    project = _project()
+    monkeypatch.setenv("OCTY_DATABASE_URL", pg_url)
+    monkeypatch.setenv("OCTYBOT_PROJECT", project)
+    told = cli_json("run", "Peter handles the Anderson account", "--json", "--offline")
+    assert told["stored"] and told["stored"][0]["content"] == "Peter handles the Anderson account"
+    asked = cli_json("run", "Who handles Anderson?", "--json", "--offline")
+    assert "Peter handles the Anderson account" in asked["context"]
+    corrected = cli_json("run", "Actually, Lisa handles Anderson now", "--json", "--offline")
+    assert told["stored"][0]["id"] in corrected["superseded"]
+    after = cli_json("run", "Who handles Anderson?", "--json", "--offline")
+    assert "Lisa handles Anderson" in after["context"]
+    assert "Peter handles the Anderson account" not in after["context"]
+    found = cli_json("search", "Anderson account", "--json")
+    assert found and "Lisa" in found[0]["content"]
+
+    settings = Settings.from_env()
+    assert not settings.paths.db.exists()  # the memories went to the server only
+    store = _open(pg_url, embedder, project)
+    try:
+        # Checkpoints live beside the memories, in the project's schema.
+        runs = store._conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints").fetchone()
+        assert runs[0] >= 4
+        refused = run_cli("memory", "load", "small-baseline")
+        assert refused.returncode == 1
+        assert "memory export --format jsonl" in refused.stderr
+        assert "Traceback" not in refused.stderr
+    finally:
+        store.drop_project()
+        store.close()
