@@ -6,6 +6,8 @@ schema (langgraph-checkpoint-postgres), so a run started on one machine can be r
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -68,16 +70,38 @@ async def open_checkpointer(path: str | Path) -> AsyncIterator[AsyncSqliteSaver]
 @asynccontextmanager
 async def open_postgres_checkpointer(url: str, project_id: str) -> AsyncIterator[Any]:
     """An AsyncPostgresSaver in the project's schema on the server at `url`, closed on exit."""
+    import psycopg
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from psycopg.conninfo import make_conninfo
 
     from octygraph.store.postgres import schema_name
 
+    schema = schema_name(project_id)
     # The project's schema first: its checkpoint tables sit beside its memories.
-    conninfo = make_conninfo(url, options=f"-c search_path={schema_name(project_id)},public")
+    conninfo = make_conninfo(url, options=f"-c search_path={schema},public")
     async with AsyncPostgresSaver.from_conn_string(conninfo, serde=make_serde()) as saver:
-        await saver.setup()
+        key = (conninfo, schema)
+        # Concurrent first runs race on the saver's CREATE ... IF NOT EXISTS; one at a time in this
+        # process (a thread lock: the team server runs each request on a loop of its own), and a
+        # retry for a race with another process. Not an advisory lock: the saver's CREATE INDEX
+        # CONCURRENTLY would wait for the very sessions queued on it.
+        with _SETUP_LOCK:
+            for attempt in range(3):
+                if key in _SET_UP:
+                    break
+                try:
+                    await saver.setup()
+                    _SET_UP.add(key)
+                except (psycopg.errors.UniqueViolation, psycopg.errors.DeadlockDetected):
+                    if attempt == 2:
+                        raise
+                    await asyncio.sleep(0.2 * (attempt + 1))
         yield saver
+
+
+# Checkpoint schemas this process has set up already (setup is a few round trips per run otherwise).
+_SET_UP: set[tuple[str, str]] = set()
+_SETUP_LOCK = threading.Lock()
 
 
 @asynccontextmanager
