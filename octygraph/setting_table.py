@@ -156,6 +156,10 @@ TABLE: tuple[Setting, ...] = (
     Setting("OCTY_NO_SERVICE", "0", flag, _C, "run hooks in their own process"),
     Setting("OCTY_NO_HOOKS", "0", flag, _C, "turn the hooks off"),
     Setting("OCTY_SERVE_IDLE_S", "1800", positive_float, _C, "service idle timeout (seconds)"),
+    Setting(
+        "OCTY_SERVER_URL", None, text, _C, "team server (octygraph serve --http) for the hooks"
+    ),
+    Setting("OCTY_SERVER_TOKEN", None, text, _C, "bearer token for the team server", secret=True),
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in TABLE}
