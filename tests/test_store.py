@@ -334,3 +334,18 @@ def test_vector_cache_matches_sqlite_vec_and_stays_fresh(
     finally:
         plain.close()
         cached.close()
+
+
+def test_integrity_of_a_sound_graph_on_every_backend(store: AdminStore) -> None:
+    from octygraph.store.admin import integrity
+
+    peter, _ = store.ensure_entity("Peter", "person")
+    old = store.add_node("fact", "Peter handles the Anderson account", entity_ids=[peter.id])
+    store.supersede(old.id, "Lisa handles the Anderson account")
+    assert integrity(store) == []
+    # A memory whose vector went missing is reported, with what to do.
+    lost = store.add_node("fact", "Maria is allergic to peanuts")
+    mark = "?" if isinstance(store, MemoryStore) else "%s"
+    with store.transaction() as conn:  # type: ignore[attr-defined]
+        conn.execute(f"DELETE FROM embeddings WHERE node_id = {mark}", (lost.id,))
+    assert integrity(store) == [f"Memory {lost.id} has no vector; run `octygraph reindex`."]
