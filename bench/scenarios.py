@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ if str(ROOT) not in sys.path:
 from octygraph.embeddings import local_embeddings  # noqa: E402
 from octygraph.runner import RunOptions, run_prompt  # noqa: E402
 from octygraph.settings import Settings  # noqa: E402
-from octygraph.store import Embedder, MemoryStore  # noqa: E402
+from octygraph.store import Embedder, GraphStore, MemoryStore  # noqa: E402
 
 SCENARIOS_FILE = Path(__file__).with_name("scenarios.yaml")
 CHECK_KINDS = ("must-include", "must-exclude", "must-not-store", "must-store")
@@ -245,7 +245,7 @@ async def run_scenario(
     scenario: Scenario,
     today: date,
     settings: Settings,
-    store: MemoryStore,
+    store: GraphStore,
     on_prompt: Callable[[PromptRun], None] | None = None,
 ) -> tuple[list[PromptRun], list[Check]]:
     """Run one scenario's prompts in order on `store`; returns the runs and the checks."""
@@ -274,22 +274,60 @@ def evaluate(
     base_db: Path | None = None,
     label: str = "empty",
     on_prompt: Callable[[PromptRun], None] | None = None,
+    database_url: str | None = None,
 ) -> DbReport:
-    """Run every scenario on its own database: empty, or a fresh copy of `base_db`."""
+    """Run every scenario on its own database: empty, or a fresh copy of `base_db`.
+
+    With `database_url` each scenario gets a fresh project schema on that PostgreSQL server instead
+    (checkpoints too), loaded from `base_db` when given.
+    """
     prompts: list[PromptRun] = []
     checks: list[Check] = []
     for scenario in suite.scenarios:
         settings = scenario_settings(work, f"{label}-{scenario.name}")
         paths = settings.paths.ensure()
-        if base_db is not None:
-            shutil.copyfile(base_db, paths.db)
-        with MemoryStore.open(paths.db, embedder) as store:
-            runs, found = asyncio.run(
-                run_scenario(scenario, suite.today, settings, store, on_prompt)
+        if database_url is not None:
+            runs, found = _on_postgres(
+                scenario, suite, settings, embedder, database_url, base_db, on_prompt
             )
+        else:
+            if base_db is not None:
+                shutil.copyfile(base_db, paths.db)
+            with MemoryStore.open(paths.db, embedder) as store:
+                runs, found = asyncio.run(
+                    run_scenario(scenario, suite.today, settings, store, on_prompt)
+                )
         prompts += runs
         checks += found
     return DbReport(label, len(suite.scenarios), prompts, checks)
+
+
+def _on_postgres(
+    scenario: Scenario,
+    suite: Suite,
+    settings: Settings,
+    embedder: Embedder,
+    url: str,
+    base_db: Path | None,
+    on_prompt: Callable[[PromptRun], None] | None,
+) -> tuple[list[PromptRun], list[Check]]:
+    from pydantic import SecretStr
+
+    from octygraph.store.postgres import PostgresStore
+    from octygraph.store.transfer_pg import import_from_sqlite
+
+    settings = replace(settings, database_url=SecretStr(url))
+    fresh = PostgresStore.open(url, embedder, project_id=settings.project_id)
+    fresh.drop_project()  # a schema left by an earlier run
+    fresh.close()
+    store = PostgresStore.open(url, embedder, project_id=settings.project_id)
+    try:
+        if base_db is not None:
+            import_from_sqlite(store, base_db)
+        return asyncio.run(run_scenario(scenario, suite.today, settings, store, on_prompt))
+    finally:
+        store.drop_project()
+        store.close()
 
 
 # ----------------------------------------------------------------------------- noisy-large cache
@@ -403,6 +441,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--scenarios", type=Path, default=SCENARIOS_FILE, help="the scenarios file to run"
     )
     parser.add_argument("--keep", action="store_true", help="keep the work folder (traces)")
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="run on PostgreSQL: postgresql://... or 'auto' (a private server through pgserver)",
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -419,13 +462,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedder = local_embeddings()
     work = Path(tempfile.mkdtemp(prefix="octy-scenarios-"))
     reports: list[DbReport] = []
+    server = None
+    url = args.postgres
+    if url == "auto":
+        import pgserver  # type: ignore[import-untyped]
+
+        server = pgserver.get_server(work / "pg", cleanup_mode="delete")
+        url = server.get_uri()
     try:
-        reports.append(evaluate(suite, embedder, work, label="empty"))
+        reports.append(evaluate(suite, embedder, work, label="empty", database_url=url))
         if not args.only_empty:
             base = noisy_large_db(args.large_size, embedder, log)
             label = f"noisy-large ({args.large_size:,})"
-            reports.append(evaluate(suite, embedder, work, base_db=base, label=label))
+            reports.append(
+                evaluate(suite, embedder, work, base_db=base, label=label, database_url=url)
+            )
     finally:
+        if server is not None:
+            server.cleanup()
         if args.keep:
             log(f"work folder kept: {work}")
         else:

@@ -35,6 +35,7 @@ from _common import Timer, embed_cached, table
 from locomo import Conversation, ingest, load_conversations
 
 from octygraph.embeddings import local_embeddings
+from octygraph.store import ranking
 from octygraph.store import sqlite as store_sqlite
 from octygraph.store.sqlite import MemoryStore, fts_query
 
@@ -225,8 +226,8 @@ def hybrid_ranking(
     kw_map = dict(zip(kw_ids.tolist(), kw_scores.tolist(), strict=True))
     kw = np.array([kw_map.get(int(i), 0.0) for i in ids], dtype=np.float32)
     mat = vectors[ids]
-    ref = np.argsort(-cos, kind="stable")[: store_sqlite.HUB_MAX_CANDIDATES]
-    hub = store_sqlite._hubness(mat, ref)
+    ref = np.argsort(-cos, kind="stable")[: ranking.HUB_MAX_CANDIDATES]
+    hub = ranking.hubness(mat, ref)
     kw_norm = kw / kw.max() if kw.size and kw.max() > 0 else np.zeros_like(kw)
     in_kw = kw > 0
     out = []
@@ -328,11 +329,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"No LoCoMo file at {args.locomo}.", file=sys.stderr)
         return 1
     shipped = Config(
-        store_sqlite.BM25_K1,
-        store_sqlite.BM25_B,
+        ranking.BM25_K1,
+        ranking.BM25_B,
         "zclip",
-        store_sqlite.VECTOR_WEIGHT,
-        store_sqlite.HUB_WEIGHT,
+        ranking.VECTOR_WEIGHT,
+        ranking.HUB_WEIGHT,
     )
     with tempfile.TemporaryDirectory(prefix="tune-") as tmp, Timer() as t_extract:
         sets = [

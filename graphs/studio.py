@@ -23,7 +23,7 @@ from octygraph.context import Context
 from octygraph.graph import build_graph
 from octygraph.llm.usage import UsageTracker
 from octygraph.settings import Settings
-from octygraph.store import MemoryStore
+from octygraph.store import GraphStore
 
 
 @dataclass(kw_only=True)
@@ -33,7 +33,7 @@ class StudioContext(Context):
     # pydantic builds Studio's JSON schema from this class: live objects are allowed but not shown.
     __pydantic_config__ = ConfigDict(arbitrary_types_allowed=True, use_attribute_docstrings=True)
 
-    store: SkipJsonSchema[MemoryStore | None] = None
+    store: SkipJsonSchema[GraphStore | None] = None
     settings: SkipJsonSchema[Settings | None] = None
     l1_model: SkipJsonSchema[BaseChatModel | None] = None
     l2_model: SkipJsonSchema[BaseChatModel | None] = None

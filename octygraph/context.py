@@ -17,7 +17,7 @@ from octygraph import setting_table as table
 from octygraph.llm.usage import UsageTracker
 from octygraph.sessions import SessionLog
 from octygraph.settings import Settings
-from octygraph.store import MemoryStore
+from octygraph.store import GraphStore
 
 _OPEN_LOCK = threading.Lock()
 _GAZETTEERS: dict[str, tuple[Any, Any]] = {}
@@ -38,7 +38,7 @@ class Context:
 
     project: str | None = None
     """Project id; defaults to $OCTYBOT_PROJECT, else the git root's or the working folder's name."""
-    store: MemoryStore | None = None
+    store: GraphStore | None = None
     settings: Settings | None = None
     l1_model: BaseChatModel | None = None
     """Chat model for L1 classification; None runs the deterministic classifier."""
@@ -63,7 +63,7 @@ class Context:
     it is stored."""
     _gazetteer: Any = field(default=None, init=False, repr=False, compare=False)
 
-    def memory(self) -> MemoryStore:
+    def memory(self) -> GraphStore:
         """The memory store, opened on first use when none was given."""
         with _OPEN_LOCK:
             if self.store is None:
@@ -79,7 +79,7 @@ class Context:
 
             store = self.memory()
             # A resident service runs many prompts on one store: rebuild only when the data changed.
-            key = (str(store.path), store.revision())
+            key = (store.location, store.revision())
             cached = _GAZETTEERS.get(key[0])
             if cached is not None and cached[0] == key:
                 self._gazetteer = cached[1]

@@ -29,7 +29,7 @@ from octygraph.sessions import SessionLog
 from octygraph.settings import Settings
 
 if TYPE_CHECKING:
-    from octygraph.store import MemoryStore
+    from octygraph.store import AdminStore
 
 log = logging.getLogger("octygraph.hooks")
 
@@ -150,12 +150,12 @@ def _configure_logging(settings: Settings) -> None:
         redact_logs()
 
 
-StoreLease = Callable[[Settings], AbstractAsyncContextManager["MemoryStore"]]
+StoreLease = Callable[[Settings], AbstractAsyncContextManager["AdminStore"]]
 """Lends the project's store for one run: the service keeps stores open, a hook process opens one."""
 
 
 @asynccontextmanager
-async def open_store_for_run(settings: Settings) -> AsyncIterator[MemoryStore]:
+async def open_store_for_run(settings: Settings) -> AsyncIterator[AdminStore]:
     """Open the project's store for one run and close it afterwards (the in-process path)."""
     from octygraph.services import open_store
 
@@ -296,7 +296,9 @@ async def handle(
             if start is not None and stores is not open_store_for_run:
                 # In the service: open the project's store now, so the first prompt finds it warm.
                 settings = settings or _settings(start.cwd or cwd, env)
-                if settings.paths.db.exists():
+                from octygraph.services import store_exists
+
+                if store_exists(settings):
                     async with stores(settings):
                         pass
             return HookReply()

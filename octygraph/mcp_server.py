@@ -14,7 +14,7 @@ from mcp.server.fastmcp import FastMCP
 
 from octygraph import review
 from octygraph.settings import Settings
-from octygraph.store import NODE_TYPES, MemoryStore, Node
+from octygraph.store import NODE_TYPES, AdminStore, Node
 
 INSTRUCTIONS = (
     "Long-term memory of this project (octygraph). Relevant memories are already injected into each "
@@ -38,10 +38,10 @@ class MemoryTools:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._store: MemoryStore | None = None
+        self._store: AdminStore | None = None
         self._lock = threading.Lock()
 
-    def store(self) -> MemoryStore:
+    def store(self) -> AdminStore:
         with self._lock:
             if self._store is None:
                 from octygraph.services import open_store

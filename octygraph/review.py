@@ -11,7 +11,7 @@ from typing import Literal
 
 from octygraph.heuristics import reconcile as wording
 from octygraph.heuristics.safety import redact_secrets
-from octygraph.store import ARCHIVED, DEFAULT_SCOPE, NODE_TYPES, SUBTYPES, MemoryStore, Node
+from octygraph.store import ARCHIVED, DEFAULT_SCOPE, NODE_TYPES, SUBTYPES, AdminStore, Node
 from octygraph.store import StoreError as ReviewError
 
 __all__ = [
@@ -43,7 +43,7 @@ def status(node: Node) -> str:
     return "replaced" if node.superseded_by else "current"
 
 
-def _known(store: MemoryStore, node_id: str) -> Node:
+def _known(store: AdminStore, node_id: str) -> Node:
     node = store.get_node(node_id.strip())
     if node is None:
         raise ReviewError(f"No memory with id {node_id!r}.")
@@ -51,7 +51,7 @@ def _known(store: MemoryStore, node_id: str) -> Node:
 
 
 def remember(
-    store: MemoryStore,
+    store: AdminStore,
     text: str,
     *,
     node_type: str = "fact",
@@ -86,7 +86,7 @@ def remember(
 
 
 def reconcile_rule(
-    store: MemoryStore, rule: Node, *, min_cosine: float = 0.35, candidates: int = 5
+    store: AdminStore, rule: Node, *, min_cosine: float = 0.35, candidates: int = 5
 ) -> list[tuple[str, Node]]:
     """Judge a rule stored by hand against similar standing ones, as the pipeline's reconcile step does
     without an LLM: a rule it replaces is marked replaced, a contradiction is flagged for review.
@@ -108,17 +108,17 @@ def reconcile_rule(
     return found
 
 
-def forget(store: MemoryStore, node_id: str) -> Node:
+def forget(store: AdminStore, node_id: str) -> Node:
     """Archive a memory: out of search and recall, restorable with `restore`."""
     return store.archive_node(_known(store, node_id).id)
 
 
-def restore(store: MemoryStore, node_id: str) -> Node:
+def restore(store: AdminStore, node_id: str) -> Node:
     """Bring an archived memory back."""
     return store.restore_node(_known(store, node_id).id)
 
 
-def edit(store: MemoryStore, node_id: str, text: str) -> tuple[Node, Node]:
+def edit(store: AdminStore, node_id: str, text: str) -> tuple[Node, Node]:
     """Correct a memory: a new version replaces it; the old one stays, marked replaced."""
     clean, _ = redact_secrets(text.strip())
     if not clean:
@@ -135,7 +135,7 @@ def edit(store: MemoryStore, node_id: str, text: str) -> tuple[Node, Node]:
     return old, store.supersede(old.id, clean)
 
 
-def standing_rules(store: MemoryStore, limit: int = 50) -> list[Node]:
+def standing_rules(store: AdminStore, limit: int = 50) -> list[Node]:
     """Current instructions, broadest first (scope 1.0 applies everywhere)."""
     rules = store.list_nodes(types=["instruction"], limit=None, include_superseded=False)
     rules.sort(key=lambda n: (-(n.scope if n.scope is not None else 0.5), n.created_at))
@@ -150,7 +150,7 @@ class Contradiction:
     other: Node | None
 
 
-def contradictions(store: MemoryStore, limit: int = 200) -> list[Contradiction]:
+def contradictions(store: AdminStore, limit: int = 200) -> list[Contradiction]:
     """Memories flagged for review, each with what it contradicts."""
     out = []
     for node in store.flagged_for_review(limit):
@@ -160,7 +160,7 @@ def contradictions(store: MemoryStore, limit: int = 200) -> list[Contradiction]:
     return out
 
 
-def resolve(store: MemoryStore, node_id: str, keep: Resolution) -> Node:
+def resolve(store: AdminStore, node_id: str, keep: Resolution) -> Node:
     """Settle a flagged contradiction: keep the new memory, the old one, or both.
 
     Keeping one archives nothing: the loser is marked replaced by the winner, so the history shows why.

@@ -20,10 +20,10 @@ from octygraph.graph import build_graph
 from octygraph.heuristics.intent import injection_reason
 from octygraph.heuristics.secrets import redact_secrets
 from octygraph.llm.usage import UsageTracker
-from octygraph.persistence import open_checkpointer
+from octygraph.persistence import checkpointer_for
 from octygraph.settings import Settings
 from octygraph.state import InputState
-from octygraph.store import MemoryStore
+from octygraph.store import GraphStore
 from octygraph.traces import load_trace, new_trace_id, to_jsonable, write_trace
 
 
@@ -54,7 +54,7 @@ class RunOptions:
 
 def make_context(
     settings: Settings,
-    store: MemoryStore,
+    store: GraphStore,
     *,
     offline: bool = False,
     usage: UsageTracker | None = None,
@@ -119,7 +119,7 @@ def result_json(
 async def run_prompt(
     prompt: str,
     settings: Settings,
-    store: MemoryStore,
+    store: GraphStore,
     options: RunOptions | None = None,
     *,
     context: Context | None = None,
@@ -155,7 +155,7 @@ async def run_prompt(
     inputs: InputState = {"prompt": prompt}
     partial: dict[str, Any] = {}
     timed_out = False
-    async with open_checkpointer(settings.paths.checkpoints) as saver:
+    async with checkpointer_for(settings) as saver:
         graph = with_checkpointer(saver)
         try:
             async with asyncio.timeout(options.deadline_s):
@@ -220,7 +220,7 @@ async def run_prompt(
 
 
 async def replay(
-    trace_id: str, settings: Settings, store: MemoryStore, *, offline: bool = True
+    trace_id: str, settings: Settings, store: GraphStore, *, offline: bool = True
 ) -> dict[str, Any]:
     """Re-run assembly and curation from the run's stored checkpoint (nothing is written to memory).
 
@@ -229,7 +229,7 @@ async def replay(
     trace = load_trace(settings.paths.debug_dir, trace_id)
     thread_id = trace["trace_id"]
     ctx = make_context(settings, store, offline=offline, read_only=True)
-    async with open_checkpointer(settings.paths.checkpoints) as saver:
+    async with checkpointer_for(settings) as saver:
         graph = with_checkpointer(saver)
         base: RunnableConfig = {"configurable": {"thread_id": thread_id}}
         history = [s async for s in graph.aget_state_history(base)]
@@ -254,7 +254,7 @@ async def replay(
 
 async def checkpoint_steps(settings: Settings, trace_id: str) -> list[dict[str, Any]]:
     """The run's checkpoint history, oldest first: step and which nodes were about to run."""
-    async with open_checkpointer(settings.paths.checkpoints) as saver:
+    async with checkpointer_for(settings) as saver:
         graph = with_checkpointer(saver)
         history = [
             s async for s in graph.aget_state_history({"configurable": {"thread_id": trace_id}})

@@ -108,6 +108,14 @@ TABLE: tuple[Setting, ...] = (
     Setting("OCTYBOT_PROJECT", None, text, _R, "project id (default: the git root's folder name)"),
     Setting("CLAUDE_PROJECT_DIR", None, text, _R, "project folder Claude Code names for the hooks"),
     Setting("DB_PATH", None, text, _R, "database file instead of the project's memory.db"),
+    Setting(
+        "OCTY_DATABASE_URL",
+        None,
+        text,
+        _R,
+        "postgresql://... to keep memories on a PostgreSQL server with pgvector",
+        secret=True,
+    ),
     # Thinking with an LLM
     Setting("OPENROUTER_API_KEY", None, text, _R, "OpenRouter key", secret=True, dotenv=True),
     Setting("OCTY_LLM_BASE_URL", None, text, _R, "OpenAI-compatible endpoint", dotenv=True),
@@ -151,6 +159,10 @@ TABLE: tuple[Setting, ...] = (
     Setting("OCTY_NO_SERVICE", "0", flag, _C, "run hooks in their own process"),
     Setting("OCTY_NO_HOOKS", "0", flag, _C, "turn the hooks off"),
     Setting("OCTY_SERVE_IDLE_S", "1800", positive_float, _C, "service idle timeout (seconds)"),
+    Setting(
+        "OCTY_SERVER_URL", None, text, _C, "team server (octygraph serve --http) for the hooks"
+    ),
+    Setting("OCTY_SERVER_TOKEN", None, text, _C, "bearer token for the team server", secret=True),
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in TABLE}

@@ -176,6 +176,8 @@ class Settings:
     home: Path
     project_id: str
     db_path_override: Path | None = None
+    # A PostgreSQL server instead of the SQLite file (one schema per project); holds a password.
+    database_url: SecretStr | None = None
     cwd: Path = field(default_factory=Path.cwd)
     # LLM
     openrouter_api_key: SecretStr | None = None
@@ -227,6 +229,9 @@ class Settings:
             home=home,
             project_id=sanitize_project_id(pid),
             db_path_override=Path(db_override).expanduser() if db_override else None,
+            database_url=SecretStr(env["OCTY_DATABASE_URL"])
+            if env.get("OCTY_DATABASE_URL")
+            else None,
             cwd=cwd,
             openrouter_api_key=secret("OPENROUTER_API_KEY"),
             llm_base_url=value("OCTY_LLM_BASE_URL"),
@@ -270,6 +275,7 @@ class Settings:
     def redact(self, text: str) -> str:
         """Replace every configured secret value in `text` with `***`."""
         for secret in (
+            self.database_url,
             self.openrouter_api_key,
             self.llm_api_key,
             self.cloudflare_api_token,

@@ -22,8 +22,8 @@ from octygraph.profiles.graph import GraphSpec, ProgressFn, write_graph
 from octygraph.store import (
     NODE_TYPES,
     SUBTYPES,
+    AdminStore,
     Edge,
-    MemoryStore,
     NewNode,
     Node,
     StoreError,
@@ -96,7 +96,7 @@ def edge_record(edge: Edge) -> dict[str, Any]:
     }
 
 
-def export_jsonl(store: MemoryStore, out: TextIO) -> tuple[int, int]:
+def export_jsonl(store: AdminStore, out: TextIO) -> tuple[int, int]:
     """Write every node and edge as JSON lines, after a header; returns (nodes, edges)."""
     nodes = list(store.iter_all())
     edges = store.all_edges()
@@ -116,7 +116,7 @@ def export_jsonl(store: MemoryStore, out: TextIO) -> tuple[int, int]:
     return len(nodes), len(edges)
 
 
-def export_markdown(store: MemoryStore, out: TextIO, *, title: str) -> tuple[int, int]:
+def export_markdown(store: AdminStore, out: TextIO, *, title: str) -> tuple[int, int]:
     """Write a Markdown page for people: grouped by type, then by the entity each memory is about."""
     nodes = list(store.iter_all())
     edges = store.all_edges()
@@ -390,7 +390,7 @@ def parse_jsonl(path: Path) -> ParsedExport:
 
 
 def import_jsonl(
-    store: MemoryStore,
+    store: AdminStore,
     path: Path,
     *,
     parsed: ParsedExport | None = None,

@@ -84,3 +84,20 @@ def test_runner_prints_the_table_for_only_empty() -> None:
     assert re.fullmatch(r"\d+/\d+ \(\d+%\)", cells[6])  # all checks
     assert "noisy-large" not in out
     assert "| greetings | 5 |" in out and "| rule-correction | 3 |" in out
+
+
+@pytest.mark.postgres
+def test_reliable_scenarios_pass_on_postgres_as_on_sqlite(
+    pg_url: str, tmp_path: Path, embedder: LocalEmbeddings
+) -> None:
+    # The same prompts, checks and injected contexts on both backends (bench/scenarios.py --postgres).
+    suite = load_scenarios().select(list(RELIABLE))
+    on_sqlite = evaluate(suite, embedder, tmp_path / "sqlite")
+    on_postgres = evaluate(suite, embedder, tmp_path / "pg", database_url=pg_url)
+    assert [(c.scenario, c.kind, c.step, c.passed, c.context) for c in on_postgres.checks] == [
+        (c.scenario, c.kind, c.step, c.passed, c.context) for c in on_sqlite.checks
+    ]
+    assert [p.context_chars for p in on_postgres.prompts] == [
+        p.context_chars for p in on_sqlite.prompts
+    ]
+    assert not on_postgres.failures()

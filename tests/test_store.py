@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 
 from octygraph.embeddings import LocalEmbeddings
 from octygraph.store import (
+    AdminStore,
     EmbeddingMismatch,
     MemoryStore,
     NewNode,
@@ -18,7 +20,20 @@ from octygraph.store import (
 )
 
 
-def test_schema_has_seed_tables_indexes_and_search_indexes(store: MemoryStore) -> None:
+@pytest.fixture
+def store(any_store: AdminStore) -> AdminStore:
+    """Tests in this file that take `store` run on every backend (see `any_store`)."""
+    return any_store
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path, embedder: LocalEmbeddings) -> Iterator[MemoryStore]:
+    with MemoryStore.open(tmp_path / "memory.db", embedder) as s:
+        yield s
+
+
+def test_schema_has_seed_tables_indexes_and_search_indexes(sqlite_store: MemoryStore) -> None:
+    store = sqlite_store
     conn = store._conn
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     for expected in (
@@ -59,7 +74,7 @@ def test_schema_has_seed_tables_indexes_and_search_indexes(store: MemoryStore) -
     assert meta["schema_version"] == "1"
 
 
-def test_crud_edges_and_defaults(store: MemoryStore) -> None:
+def test_crud_edges_and_defaults(store: AdminStore) -> None:
     peter, created = store.ensure_entity("Peter", "person")
     assert created
     again, created_again = store.ensure_entity("peter")
@@ -76,12 +91,7 @@ def test_crud_edges_and_defaults(store: MemoryStore) -> None:
     assert store.delete_node(plan.id)
     assert store.get_node(plan.id) is None
     assert store.edges_of(peter.id) == []
-    assert (
-        store._conn.execute(
-            "SELECT count(*) FROM embeddings WHERE node_id=?", (plan.id,)
-        ).fetchone()[0]
-        == 0
-    )
+    assert store.cosines(store.embed_query("Ship v2"), [plan.id]) == {}  # its vector went too
     assert store.search("ship v2 friday", types=["plan"]) == []
     with pytest.raises(StoreError, match="Unknown memory type"):
         store.add_node("note", "x")
@@ -91,7 +101,7 @@ def test_crud_edges_and_defaults(store: MemoryStore) -> None:
         store.add_node("fact", "about nothing", entity_ids=["missing"])
 
 
-def test_supersede_copies_edges_and_hides_old(store: MemoryStore) -> None:
+def test_supersede_copies_edges_and_hides_old(store: AdminStore) -> None:
     anderson, _ = store.ensure_entity("Anderson", "account")
     old = store.add_node("fact", "Peter handles the Anderson account", entity_ids=[anderson.id])
     new = store.supersede(old.id, "Lisa handles the Anderson account")
@@ -116,7 +126,7 @@ def test_supersede_copies_edges_and_hides_old(store: MemoryStore) -> None:
     assert store.search("Anderson account", types=["fact"])[0].node.id == old.id
 
 
-def test_entity_lookup_order(store: MemoryStore) -> None:
+def test_entity_lookup_order(store: AdminStore) -> None:
     acme = store.add_node(
         "entity", "Acme Corporation", subtype="org", attributes={"aliases": ["ACME"]}
     )
@@ -128,7 +138,7 @@ def test_entity_lookup_order(store: MemoryStore) -> None:
     assert store.find_entity("Zebra logistics") is None
 
 
-def test_relationships_ordered_by_salience_and_capped(store: MemoryStore) -> None:
+def test_relationships_ordered_by_salience_and_capped(store: AdminStore) -> None:
     peter, _ = store.ensure_entity("Peter", "person")
     for i in range(30):
         store.add_node("fact", f"Peter detail number {i}", entity_ids=[peter.id], salience=i / 10)
@@ -138,7 +148,7 @@ def test_relationships_ordered_by_salience_and_capped(store: MemoryStore) -> Non
     assert saliences == sorted(saliences, reverse=True)
 
 
-def test_search_filters_types_entity_and_time(store: MemoryStore) -> None:
+def test_search_filters_types_entity_and_time(store: AdminStore) -> None:
     peter, _ = store.ensure_entity("Peter", "person")
     store.add_node(
         "event",
@@ -182,7 +192,7 @@ DISTRACTORS = [
 ]
 
 
-def test_hybrid_search_finds_paraphrases(store: MemoryStore) -> None:
+def test_hybrid_search_finds_paraphrases(store: AdminStore) -> None:
     store.add_nodes(
         [NewNode("fact", doc) for doc, _ in PARAPHRASES] + [NewNode("fact", d) for d in DISTRACTORS]
     )
@@ -199,17 +209,13 @@ def test_hybrid_search_finds_paraphrases(store: MemoryStore) -> None:
 
 
 def test_bulk_insert_and_batch_vectors_match_single(
-    store: MemoryStore, embedder: LocalEmbeddings
+    store: AdminStore, embedder: LocalEmbeddings
 ) -> None:
     texts = [f"Memory number {i} about project Falcon" for i in range(40)]
     nodes = store.add_nodes([NewNode("fact", t) for t in texts], batch_size=16)
     assert len(nodes) == 40
     single = embedder.embed_array([texts[7]])[0]
-    row = store._conn.execute(
-        "SELECT vector FROM embeddings WHERE node_id=?", (nodes[7].id,)
-    ).fetchone()
-    stored = np.frombuffer(row[0], dtype=np.float32)
-    assert float(stored @ single) > 0.999
+    assert store.cosines(single, [nodes[7].id])[nodes[7].id] > 0.999
     assert store.stats()["nodes"] == 40
 
 
@@ -328,3 +334,18 @@ def test_vector_cache_matches_sqlite_vec_and_stays_fresh(
     finally:
         plain.close()
         cached.close()
+
+
+def test_integrity_of_a_sound_graph_on_every_backend(store: AdminStore) -> None:
+    from octygraph.store.admin import integrity
+
+    peter, _ = store.ensure_entity("Peter", "person")
+    old = store.add_node("fact", "Peter handles the Anderson account", entity_ids=[peter.id])
+    store.supersede(old.id, "Lisa handles the Anderson account")
+    assert integrity(store) == []
+    # A memory whose vector went missing is reported, with what to do.
+    lost = store.add_node("fact", "Maria is allergic to peanuts")
+    mark = "?" if isinstance(store, MemoryStore) else "%s"
+    with store.transaction() as conn:  # type: ignore[attr-defined]
+        conn.execute(f"DELETE FROM embeddings WHERE node_id = {mark}", (lost.id,))
+    assert integrity(store) == [f"Memory {lost.id} has no vector; run `octygraph reindex`."]

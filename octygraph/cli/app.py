@@ -74,7 +74,7 @@ def search(
     ] = False,
 ) -> None:
     """Search stored memories by meaning and keywords (hybrid), without any LLM."""
-    from octygraph.services import open_store
+    from octygraph.services import open_store, store_exists
     from octygraph.store import NODE_TYPES
 
     query = " ".join(words)
@@ -82,7 +82,7 @@ def search(
         raise UserError("Give some words to search for.")
     types = type_ or [t for t in NODE_TYPES if t != "entity"]
     s = settings()
-    if not s.paths.db.exists():
+    if not store_exists(s):
         raise UserError(
             f"No memories yet for project {s.project_id!r}; add one with `octygraph memory add`."
         )
@@ -111,10 +111,10 @@ def search(
 @user_errors
 def reindex() -> None:
     """Re-embed every memory with the configured embedding model (after switching models)."""
-    from octygraph.services import open_store
+    from octygraph.services import open_store, store_exists
 
     s = settings()
-    if not s.paths.db.exists():
+    if not store_exists(s):
         raise UserError(f"No memory database for project {s.project_id!r}; nothing to re-embed.")
     with open_store(s, create=False, check_model=False) as store, progress_bar() as bar:
         task = bar.add_task("Re-embedding", total=None)

@@ -21,7 +21,7 @@ from octygraph.settings import Settings
 if TYPE_CHECKING:
     from octygraph.profiles import LoadResult, MemoryProfiles
     from octygraph.profiles.graph import ProgressFn
-    from octygraph.store import MemoryStore, Node
+    from octygraph.store import AdminStore, Node
 
 HELP_TEXT = """\
 octygraph memory: manage what octygraph remembers for this project.
@@ -93,17 +93,27 @@ def _progress() -> Iterator[ProgressFn]:
 
 
 @contextmanager
-def _active_store(*, create: bool = False) -> Iterator[MemoryStore]:
+def _active_store(*, create: bool = False) -> Iterator[AdminStore]:
     from octygraph.services import open_store
 
     settings = _settings()
-    if not create and not settings.paths.db.exists():
+    if not create and settings.database_url is None and not settings.paths.db.exists():
         raise common.UserError(
             f"Project {settings.project_id!r} has no memory database yet; load one with "
             "`octygraph memory load small-baseline` or add a memory with `octygraph memory add`."
         )
     with open_store(settings, create=create) as store:
         yield store
+
+
+def _refuse_on_server() -> None:
+    """Profiles and snapshots are SQLite files: refused, in one sentence, when memory is on a server."""
+    if _settings().database_url is not None:
+        raise common.UserError(
+            "Profiles and snapshots are SQLite files and OCTY_DATABASE_URL keeps this project on "
+            "PostgreSQL; move memories with `octygraph memory export --format jsonl` and "
+            "`octygraph memory import FILE` instead."
+        )
 
 
 def _unknown(node_id: str) -> Exception:
@@ -277,6 +287,7 @@ def memory_load(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Load a profile into the active database (the current one is saved as a snapshot first)."""
+    _refuse_on_server()
     with _progress() as progress:
         result = _profiles().load(profile, progress=progress)
     _report_load(result, f"Loaded profile {result.profile}", as_json)
@@ -286,6 +297,7 @@ def memory_unload(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Empty the active database (it is saved as a snapshot first)."""
+    _refuse_on_server()
     profiles = _profiles()
     result = profiles.unload()
     if result.source is None and not result.stats:
@@ -370,6 +382,7 @@ def freeze_create(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Save the active database (or a stored profile) as a named snapshot."""
+    _refuse_on_server()
     from octygraph.profiles import human_bytes
 
     path, info = _profiles().freeze_create(name, profile)
@@ -390,6 +403,7 @@ def freeze_load(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Restore a snapshot into the active database (the current one is saved first)."""
+    _refuse_on_server()
     result = _profiles().freeze_load(name, profile)
     snapshot = result.source.stem if result.source else name
     _report_load(result, f"Restored snapshot {snapshot} of {result.profile or 'default'}", as_json)
@@ -741,12 +755,12 @@ def memory_manifest(
     if delete:
         if not session:
             raise UserError("--delete needs --session ID, so only that session's memories go.")
-        from octygraph.services import open_store
+        from octygraph.services import open_store, store_exists
         from octygraph.store import ARCHIVED
 
         removed = manifest.remove_session(paths.manifest, session)
         forgotten = 0
-        if removed and paths.db.exists():
+        if removed and store_exists(s):
             with open_store(s, create=False) as store:
                 # Archived like `memory forget`, so a session forgotten by mistake can be restored.
                 for entry in removed:

@@ -13,7 +13,7 @@ from octygraph.context import Context
 from octygraph.judgement.relevance import MemoryText, relevance_model
 from octygraph.nodes._common import timed
 from octygraph.state import PipelineState, Record
-from octygraph.store import MemoryStore
+from octygraph.store import GraphStore
 
 SECTION_ORDER = ("instructions", "facts", "events", "plans", "relationships", "entities")
 """Order in the injected text, which is also the order the budget is filled in."""
@@ -52,7 +52,7 @@ def _section(record: Record, today: str) -> str:
 
 
 def collect(
-    store: MemoryStore,
+    store: GraphStore,
     prompt: str,
     retrieved: list[Record],
     today: date,

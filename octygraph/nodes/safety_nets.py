@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 from octygraph.context import Context
 from octygraph.nodes._common import timed
 from octygraph.state import PipelineState, Record
-from octygraph.store import MemoryStore
+from octygraph.store import GraphStore
 from octygraph.tools.ops import to_record
 
 PREFETCH_KEEP = 15
@@ -41,7 +41,7 @@ def template_key(content: str) -> str:
     return re.sub(r"\s+", " ", text).casefold()
 
 
-def _nets(store: MemoryStore, prompt: str) -> tuple[list[Record], dict[str, int]]:
+def _nets(store: GraphStore, prompt: str) -> tuple[list[Record], dict[str, int]]:
     qvec = store.embed_query(prompt)
     records: list[Record] = []
     counts: dict[str, int] = {}

@@ -20,7 +20,7 @@ from octygraph.models import (
 )
 from octygraph.nodes._common import ask_structured, timed
 from octygraph.state import PipelineState, Record
-from octygraph.store import MemoryStore, StoreError
+from octygraph.store import GraphStore, StoreError
 from octygraph.tools import writes
 
 CORRECTION_MIN_COSINE = 0.45
@@ -30,7 +30,7 @@ RECONCILE_MIN_COSINE = 0.35
 RECONCILE_CANDIDATES = 5
 
 
-def _find_replaced(store: MemoryStore, item: StorageItem, entity_ids: list[str]) -> str | None:
+def _find_replaced(store: GraphStore, item: StorageItem, entity_ids: list[str]) -> str | None:
     """The current memory a correction replaces, about the same entity when known."""
     query = item.replaces or item.content
     # Any type but entities: a correction told as a fact may replace an instruction and vice versa.

@@ -14,7 +14,7 @@ from datetime import date, datetime, time, timedelta
 
 import numpy as np
 
-from octygraph.store import Edge, Embedder, MemoryStore, NewNode
+from octygraph.store import AdminStore, Edge, Embedder, NewNode
 
 # (stage label, items done, items in total): drives the CLI's progress bars.
 ProgressFn = Callable[[str, int, int], None]
@@ -129,12 +129,12 @@ def embed_unique(
     return matrix[[index[t.strip()] for t in texts]]
 
 
-def insert_edges(store: MemoryStore, edges: Iterable[Edge]) -> int:
+def insert_edges(store: AdminStore, edges: Iterable[Edge]) -> int:
     """Add edges keeping their ids and timestamps; ones already present are skipped."""
     return store.add_edges(edges)
 
 
-def merge_entities(store: MemoryStore, spec: GraphSpec) -> GraphSpec:
+def merge_entities(store: AdminStore, spec: GraphSpec) -> GraphSpec:
     """`spec` with one entity per name (whatever its case): a current entity named like one already
     stored, or like an earlier one in `spec`, is dropped and its links point at that one instead.
 
@@ -177,7 +177,7 @@ def merge_entities(store: MemoryStore, spec: GraphSpec) -> GraphSpec:
 
 
 def write_graph(
-    store: MemoryStore,
+    store: AdminStore,
     spec: GraphSpec,
     *,
     progress: ProgressFn | None = None,

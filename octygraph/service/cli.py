@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -47,9 +48,22 @@ def serve(
             help="Stop after this many seconds without requests (default $OCTY_SERVE_IDLE_S or 1800).",
         ),
     ] = None,
+    http: Annotated[
+        bool,
+        typer.Option("--http", help="Serve a team over HTTP (bearer tokens scoped to projects)."),
+    ] = False,
+    host: Annotated[str, typer.Option(help="With --http: the address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="With --http: the port (0 picks a free one).")] = 8787,
+    tokens: Annotated[
+        Path | None,
+        typer.Option(help="With --http: the tokens file (see `octygraph serve token`)."),
+    ] = None,
 ) -> None:
     """Run the memory service in the foreground until it is stopped or idle."""
     if ctx.invoked_subcommand is not None:
+        return
+    if http:
+        _serve_http(host, port, tokens)
         return
     from octygraph.service.server import ServiceError, configure_logging
     from octygraph.service.server import serve as run_service
@@ -65,6 +79,42 @@ def serve(
     sys.stderr.flush()
     # Worker threads a budget cut off may still be waiting on the network; the service is done.
     os._exit(code)
+
+
+def _serve_http(host: str, port: int, tokens: Path | None) -> None:
+    from octygraph.service.http import serve_http
+    from octygraph.service.server import configure_logging
+
+    settings = _settings()
+    tokens = tokens or settings.home / "server-tokens"
+    if not tokens.is_file():
+        typer.echo(
+            f"No tokens file at {tokens}; make a token with `octygraph serve token PROJECT --tokens "
+            f"{tokens}`.",
+            err=True,
+        )
+        raise typer.Exit(1)
+    configure_logging()
+    try:
+        code = serve_http(host, port, tokens, os.environ)
+    except (ValueError, OSError) as exc:
+        typer.echo(settings.redact(str(exc)), err=True)
+        code = 1
+    raise typer.Exit(code)
+
+
+@serve_app.command("token")
+def token(
+    projects: Annotated[list[str], typer.Argument(help="Projects the token may use (* for all).")],
+    tokens: Annotated[
+        Path | None, typer.Option(help="The tokens file (default $OCTYBOT_HOME/server-tokens).")
+    ] = None,
+) -> None:
+    """Make a bearer token for the team server; only its hash is written to the tokens file."""
+    from octygraph.service.http import add_token
+
+    path = tokens or _settings().home / "server-tokens"
+    typer.echo(add_token(path, projects))
 
 
 @serve_app.command("status")

@@ -393,12 +393,15 @@ def home_problem(home: Path) -> str:
     return ""
 
 
-def _in_process(event: str, raw: bytes, started: float) -> tuple[str, str]:
+def _in_process(event: str, raw: bytes, started: float, team_note: str = "") -> tuple[str, str]:
     """The hook run in this process: its stdout and its notice for the user."""
     from octygraph import hooks
 
     notices: list[str] = []
-    return hooks.answer(event, raw, started=started, notices=notices), "".join(notices[:1])
+    stdout = hooks.answer(event, raw, started=started, notices=notices)
+    if team_note and not notices:
+        notices.append(f"team memory is off for now: {team_note}")
+    return stdout, "".join(notices[:1])
 
 
 def _ask(
@@ -533,6 +536,18 @@ def run_hook(
     else:
         deadline = Deadline(started, protocol.hook_budget_s(env) - WAIT_MARGIN_S)
     result = HookResult("", "skipped", "OCTY_NO_SERVICE=1", fallback=True)
+    team_note = ""
+    if env.get("OCTY_SERVER_URL"):
+        # A team server first; when it cannot answer in time, local offline memory below.
+        from octygraph.service.remote import LOCAL_RESERVE_S, RemoteUnavailable, remote_hook
+
+        try:
+            reply = remote_hook(event, raw, env, deadline.left() - LOCAL_RESERVE_S)
+            return HookResult(reply["stdout"], "service", "team server", notice=reply["notice"])
+        except RemoteUnavailable as exc:
+            team_note = f"{exc}; local memory instead"
+        except Exception as exc:
+            team_note = f"team server: {type(exc).__name__}: {exc}; local memory instead"
     try:
         if env.get("OCTY_NO_SERVICE") != "1":
             if event in HANDOFF_EVENTS:
@@ -546,8 +561,8 @@ def run_hook(
     # No service (OCTY_NO_SERVICE=1, or the `python -m octygraph hook` route): run it here, within
     # the watchdog's budget.
     try:
-        stdout, notice = _in_process(event, raw, started)
-        return HookResult(stdout, "in-process", result.note, notice=notice)
+        stdout, notice = _in_process(event, raw, started, team_note)
+        return HookResult(stdout, "in-process", result.note or team_note, notice=notice)
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             return HookResult("", "in-process", "interrupted")

@@ -8,6 +8,7 @@ so writes queue in order inside the service instead of spinning on SQLite's busy
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -17,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from octygraph.embeddings import LocalEmbeddings, make_embeddings
+from octygraph.services import open_store
 from octygraph.settings import Settings
-from octygraph.store import MemoryStore
+from octygraph.store import AdminStore, MemoryStore
 
 MAX_IDLE_PER_DB = 4
 
@@ -57,7 +59,7 @@ class _Slot:
 
     write_lock: threading.RLock = field(default_factory=threading.RLock)
     store_cls: type[LockedStore] = LockedStore
-    idle: list[MemoryStore] = field(default_factory=list)
+    idle: list[AdminStore] = field(default_factory=list)
     identity: tuple[int, int] | None = None
     leased: int = 0
     runs: int = 0
@@ -77,13 +79,17 @@ class StorePool:
     def _key(settings: Settings) -> tuple[str, str]:
         backend = settings.embedding_backend
         model = settings.voyage_model if backend == "voyage" else "local"
+        if settings.database_url is not None:
+            # One slot per server and project; the URL itself (it may hold a password) is not kept.
+            server = hashlib.sha256(settings.database_url.get_secret_value().encode()).hexdigest()
+            return (f"postgresql:{server[:16]}:{settings.project_id}", f"{backend}:{model}")
         return (str(settings.paths.db.absolute()), f"{backend}:{model}")
 
-    def _take(self, settings: Settings) -> tuple[_Slot, MemoryStore | None]:
+    def _take(self, settings: Settings) -> tuple[_Slot, AdminStore | None]:
         """The slot for this database and an idle store, unless the file was replaced or removed."""
         key = self._key(settings)
         identity = _identity(settings.paths.db)
-        stale: list[MemoryStore] = []
+        stale: list[AdminStore] = []
         with self._guard:
             slot = self._slots.get(key)
             if slot is None:
@@ -99,9 +105,14 @@ class StorePool:
             old.close()
         return slot, store
 
-    def _open(self, settings: Settings, slot: _Slot) -> MemoryStore:
+    def _open(self, settings: Settings, slot: _Slot) -> AdminStore:
         paths = settings.paths.ensure()
-        store = slot.store_cls.open(paths.db, make_embeddings(settings))
+        store: AdminStore
+        if settings.database_url is not None:
+            # PostgreSQL queues writers itself (see octygraph.store.postgres): no file lock needed.
+            store = open_store(settings)
+        else:
+            store = slot.store_cls.open(paths.db, make_embeddings(settings))
         store.enable_vector_cache()  # the service searches often: NumPy over RAM beats a vec0 scan
         with self._guard:
             slot.identity = _identity(paths.db)
@@ -114,7 +125,7 @@ class StorePool:
             vectors.prime(store.content_vectors(vectors.CACHE_SIZE))
         return store
 
-    def _give_back(self, settings: Settings, slot: _Slot, store: MemoryStore | None) -> None:
+    def _give_back(self, settings: Settings, slot: _Slot, store: AdminStore | None) -> None:
         keep = False
         with self._guard:
             slot.leased -= 1
@@ -128,7 +139,7 @@ class StorePool:
             store.close()
 
     @asynccontextmanager
-    async def lease(self, settings: Settings) -> AsyncIterator[MemoryStore]:
+    async def lease(self, settings: Settings) -> AsyncIterator[AdminStore]:
         """Borrow a store of the project's database for one run."""
         slot, store = self._take(settings)
         try:

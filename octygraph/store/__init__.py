@@ -1,5 +1,10 @@
-"""The memory graph: SQLite with FTS5 (BM25) and sqlite-vec, behind one small interface."""
+"""The memory graph behind one small interface (`GraphStore`, `AdminStore`).
 
+Backends: `MemoryStore`, SQLite with FTS5 (BM25) and sqlite-vec, one file a project (the default); and
+`octygraph.store.postgres.PostgresStore`, PostgreSQL with pgvector, one schema a project on a shared server.
+"""
+
+from octygraph.store.protocol import AdminStore, GraphStore, SearchMode
 from octygraph.store.schema import ARCHIVED, DEFAULT_SCOPE, NODE_TYPES, SUBTYPES
 from octygraph.store.sqlite import (
     Edge,
@@ -16,8 +21,15 @@ from octygraph.store.sqlite import (
     utcnow,
 )
 
+# The SQLite backend under a name that says so; `MemoryStore` stays for existing callers.
+SQLiteStore = MemoryStore
+
 __all__ = [
     "ARCHIVED",
+    "AdminStore",
+    "GraphStore",
+    "SearchMode",
+    "SQLiteStore",
     "DEFAULT_SCOPE",
     "NODE_TYPES",
     "SUBTYPES",

@@ -24,6 +24,8 @@ import sqlean
 import sqlite_vec
 
 from octygraph.private import private_mkdir
+from octygraph.store.protocol import SearchMode
+from octygraph.store.ranking import BM25_B, BM25_K1, candidate_ids, fuse, hub_scores
 from octygraph.store.schema import (
     ARCHIVED,
     CORE_DDL,
@@ -36,28 +38,9 @@ from octygraph.store.schema import (
 )
 from octygraph.store.vector_cache import VectorCache, cache_for, note_write, write_count
 
-SearchMode = Literal["hybrid", "vector", "keyword"]
-
-# Hybrid ranking, chosen by cross-validation over two differently shaped sets (bench/README.md): LoCoMo's
-# short turns, and long mixed histories where short user messages sit among long assistant replies. Hybrid
-# adds the z-scores of both halves over the candidates, VECTOR_WEIGHT for the cosine side. Z-scores adapt
-# to how peaked each half's scores are; min-max fusion fell behind on the long histories, reciprocal rank
-# fusion on LoCoMo.
-VECTOR_WEIGHT = 0.55
-# BM25 is scored from the FTS5 index with these parameters (FTS5's own bm25() fixes k1=1.2, b=0.75). A low
-# k1 saturates term frequency early, so a long reply that repeats the query's words many times gains little
-# over a short message that says them once; b=0.6 is a middle way between short turns, where longer ones
-# carry more, and long replies, which should not win on length alone.
-BM25_K1 = 0.3
-BM25_B = 0.6
 # FTS5 preselects this many keyword candidates per requested one (at least BM25_MIN_RESCORE) for rescoring.
 BM25_RESCORE_FACTOR = 3
 BM25_MIN_RESCORE = 300
-# Hubness reduction (local centring, akin to CSLS): a candidate's cosine is lowered by HUB_WEIGHT times its
-# cosine to the mean direction of the best HUB_MAX_CANDIDATES candidates, so generic memories close to
-# everything ("Cool, thanks!") stop crowding out specific ones. `Hit.cosine` stays the raw cosine.
-HUB_WEIGHT = 0.35
-HUB_MAX_CANDIDATES = 200
 ENTITY_MATCH_MIN_COSINE = 0.72
 
 _STOPWORDS = frozenset(
@@ -235,16 +218,6 @@ _NODE_COLS = (
 )
 
 
-def _zscore(values: np.ndarray) -> np.ndarray:
-    """Standard scores over the candidates; all-equal values map to 0."""
-    if values.size == 0:
-        return values.astype(np.float32)
-    sd = float(values.std())
-    if sd < 1e-9:
-        return np.zeros(values.shape, dtype=np.float32)
-    return ((values - values.mean()) / sd).astype(np.float32)
-
-
 def _varints(blob: bytes) -> list[int]:
     """Decode SQLite varints (7 bits per byte, high bit = more, 9th byte whole), as FTS5 stores sizes."""
     out: list[int] = []
@@ -262,19 +235,6 @@ def _varints(blob: bytes) -> list[int]:
                 break
         out.append(value)
     return out
-
-
-def _hubness(mat: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """Each row's cosine to the mean direction of the rows `ref`: how generic it is among them."""
-    if len(ref) < 3:
-        return np.zeros(mat.shape[0], dtype=np.float32)
-    centre = mat[ref].mean(axis=0)
-    norm = float(np.linalg.norm(centre))
-    if norm < 1e-9:
-        return np.zeros(mat.shape[0], dtype=np.float32)
-    # One matrix-vector product. A candidate-by-candidate kNN version (CSLS proper) ranked the same
-    # within noise but needs a matrix product, which stalls for ~10 ms on a busy 2-core machine.
-    return (mat @ (centre / norm)).astype(np.float32)
 
 
 class MemoryStore:
@@ -307,6 +267,11 @@ class MemoryStore:
         with self._lock:
             version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
         return id(self._conn), version, write_count(str(self.path.resolve()))
+
+    @property
+    def location(self) -> str:
+        """The database file, as the store protocol names where memories live."""
+        return str(self.path)
 
     def _cached(self) -> VectorCache | None:
         cache = self._vector_cache
@@ -1407,54 +1372,23 @@ class MemoryStore:
         if mode != "vector":
             keyword = dict(self._keyword_candidates(query, pool, where, args))
 
-        if mode == "keyword":
-            ids = list(keyword)
-        elif mode == "vector":
-            ids = sorted(vector, key=vector.__getitem__, reverse=True)[:pool]
-        else:
-            top_vec = sorted(vector, key=vector.__getitem__, reverse=True)[:pool]
-            ids = list(dict.fromkeys([*top_vec, *keyword]))
+        ids = candidate_ids(vector, keyword, mode, pool)
         if not ids:
             return []
         hub = np.zeros(len(ids), dtype=np.float32)
         if qvec is not None and mode == "hybrid":
             # Every candidate's vector: exact cosines, and the hubness correction needs them anyway.
-            vecs = self._vectors_of(ids)
-            q = np.asarray(qvec, dtype=np.float32)
-            have = [i for i, node_id in enumerate(ids) if node_id in vecs]
-            if have:
-                mat = np.stack([vecs[ids[i]] for i in have])
-                if mat.shape[1] != q.shape[0]:
-                    raise EmbeddingMismatch(
-                        "Stored vectors have another dimension than the query; run `octygraph reindex`."
-                    )
-                sims = mat @ q
-                vector.update({ids[i]: float(c) for i, c in zip(have, sims, strict=True)})
-                # The mean direction of the best candidates by cosine (bounded for big limits).
-                ref = np.argsort(-sims, kind="stable")[:HUB_MAX_CANDIDATES]
-                hub[have] = _hubness(mat, ref)
+            try:
+                hub = hub_scores(ids, self._vectors_of(ids), qvec, vector)
+            except ValueError:
+                raise EmbeddingMismatch(
+                    "Stored vectors have another dimension than the query; run `octygraph reindex`."
+                ) from None
         elif qvec is not None:
             missing = [i for i in ids if i not in vector]
             if missing:
                 vector.update(self.cosines(qvec, missing))
-        cos = np.array([vector.get(i, 0.0) for i in ids], dtype=np.float32)
-        kw = np.array([keyword.get(i, 0.0) for i in ids], dtype=np.float32)
-        kw_norm = kw / kw.max() if kw.size and kw.max() > 0 else np.zeros_like(kw)
-        if mode == "keyword":
-            fused = kw_norm
-        elif mode == "vector":
-            fused = cos
-        else:
-            # The keyword side's z-scores are over the candidates it matched, floored at 0: candidates it
-            # missed score 0 there, and a weak match never scores below them. Matches that all score the
-            # same (a single one, say) count as one standard deviation each.
-            lexical = np.zeros_like(kw)
-            matched = kw > 0
-            if matched.any():
-                found = kw[matched]
-                lexical[matched] = np.maximum(_zscore(found), 0.0) if found.std() > 1e-9 else 1.0
-            semantic = _zscore(cos - HUB_WEIGHT * hub)
-            fused = VECTOR_WEIGHT * semantic + (1 - VECTOR_WEIGHT) * lexical
+        fused, cos, kw_norm = fuse(ids, vector, keyword, hub, mode)
         order = [int(i) for i in np.argsort(-fused, kind="stable")]
         if min_cosine is not None:
             order = [i for i in order if float(cos[i]) >= min_cosine]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from octygraph.store import Hit, MemoryStore, Node, StoreError
+from octygraph.store import GraphStore, Hit, Node, StoreError
 
 ENTITY_RELATIONSHIPS_CAP = 15
 RELATIONSHIPS_CAP = 25
@@ -66,7 +66,7 @@ def _hits_result(hits: list[Hit], via: str, empty: str) -> ToolResult:
     return ToolResult("\n".join(lines), records)
 
 
-def _check_entity(store: MemoryStore, entity_id: str | None) -> str | None:
+def _check_entity(store: GraphStore, entity_id: str | None) -> str | None:
     if not entity_id:
         return None
     node = store.get_node(entity_id)
@@ -77,7 +77,7 @@ def _check_entity(store: MemoryStore, entity_id: str | None) -> str | None:
     return node.id
 
 
-def search_entity(store: MemoryStore, name: str) -> ToolResult:
+def search_entity(store: GraphStore, name: str) -> ToolResult:
     """Entity profile plus its top relationships."""
     if not name or not name.strip():
         raise StoreError("search_entity needs a name.")
@@ -103,7 +103,7 @@ def search_entity(store: MemoryStore, name: str) -> ToolResult:
     return ToolResult("\n".join(lines), records)
 
 
-def get_relationships(store: MemoryStore, entity_id: str) -> ToolResult:
+def get_relationships(store: GraphStore, entity_id: str) -> ToolResult:
     """All edges of an entity with the node at the other end, capped."""
     entity = store.get_node(entity_id) if entity_id else None
     if entity is None:
@@ -127,7 +127,7 @@ def get_relationships(store: MemoryStore, entity_id: str) -> ToolResult:
     return ToolResult("\n".join(lines), records)
 
 
-def search_facts(store: MemoryStore, query: str, entity_id: str | None = None) -> ToolResult:
+def search_facts(store: GraphStore, query: str, entity_id: str | None = None) -> ToolResult:
     """Facts and opinions matching the query, optionally about one entity."""
     hits = store.search(
         query, types=["fact", "opinion"], entity_id=_check_entity(store, entity_id), limit=FACTS_CAP
@@ -136,7 +136,7 @@ def search_facts(store: MemoryStore, query: str, entity_id: str | None = None) -
 
 
 def search_events(
-    store: MemoryStore, query: str, entity_id: str | None = None, days: int | None = None
+    store: GraphStore, query: str, entity_id: str | None = None, days: int | None = None
 ) -> ToolResult:
     """Events (and plans) matching the query, optionally about one entity or within the last `days`."""
     if days is not None and days <= 0:
@@ -151,7 +151,7 @@ def search_events(
     return _hits_result(hits, "search_events", "No matching events.")
 
 
-def search_processes(store: MemoryStore, query: str, entity_id: str | None = None) -> ToolResult:
+def search_processes(store: GraphStore, query: str, entity_id: str | None = None) -> ToolResult:
     """Instructions (rules, processes, tool usage) matching the query."""
     hits = store.search(
         query, types=["instruction"], entity_id=_check_entity(store, entity_id), limit=PROCESSES_CAP
@@ -160,7 +160,7 @@ def search_processes(store: MemoryStore, query: str, entity_id: str | None = Non
 
 
 def get_instructions(
-    store: MemoryStore, topic: str | None = None, entity_id: str | None = None
+    store: GraphStore, topic: str | None = None, entity_id: str | None = None
 ) -> ToolResult:
     """Instructions matching a topic, or connected to an entity through edges."""
     records: list[dict[str, Any]] = []

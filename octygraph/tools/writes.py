@@ -15,7 +15,7 @@ from octygraph.heuristics.lexicon import COMMON_VERBS, STOPWORDS
 from octygraph.heuristics.safety import is_grounded, looks_like_injection, redact_secrets
 from octygraph.heuristics.secrets import is_secret_name
 from octygraph.models import DEFAULT_SUBTYPE, SUBTYPES
-from octygraph.store import MemoryStore, StoreError
+from octygraph.store import GraphStore, StoreError
 from octygraph.tools.ops import ToolResult, to_record
 
 RESTATEMENT_COSINE = 0.88
@@ -103,7 +103,7 @@ def check_content(content: str, grounding_text: str | None, injection: str | Non
 
 
 def resolve_entities(
-    store: MemoryStore, entity_ids: Sequence[str] = (), entity_names: Sequence[str] = ()
+    store: GraphStore, entity_ids: Sequence[str] = (), entity_names: Sequence[str] = ()
 ) -> list[str]:
     """Valid entity ids: given ids that exist, plus names found or created."""
     ids: list[str] = []
@@ -119,7 +119,7 @@ def resolve_entities(
 
 
 def store_memory(
-    store: MemoryStore,
+    store: GraphStore,
     *,
     node_type: str,
     content: str,
@@ -184,7 +184,7 @@ def store_memory(
 
 
 def supersede_memory(
-    store: MemoryStore,
+    store: GraphStore,
     *,
     old_id: str,
     new_content: str,

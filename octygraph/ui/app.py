@@ -28,7 +28,7 @@ from starlette.templating import Jinja2Templates
 
 from octygraph import review
 from octygraph.settings import Settings
-from octygraph.store import NODE_TYPES, MemoryStore, StoreError
+from octygraph.store import NODE_TYPES, AdminStore, StoreError
 from octygraph.ui import svg, views
 
 HERE = Path(__file__).parent
@@ -66,9 +66,9 @@ class TokenGate(BaseHTTPMiddleware):
         )
 
 
-def create_app(settings: Settings, token: str, store: MemoryStore | None = None) -> Starlette:
+def create_app(settings: Settings, token: str, store: AdminStore | None = None) -> Starlette:
     """The review app of one project; opens (and closes) the project's store unless one is given."""
-    state: dict[str, MemoryStore] = {}
+    state: dict[str, AdminStore] = {}
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -84,7 +84,7 @@ def create_app(settings: Settings, token: str, store: MemoryStore | None = None)
         finally:
             opened.close()
 
-    def db() -> MemoryStore:
+    def db() -> AdminStore:
         return state["store"]
 
     def page(request: Request, name: str, status_code: int = 200, **context: Any) -> Response:

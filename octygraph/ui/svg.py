@@ -11,7 +11,7 @@ from itertools import combinations
 
 import numpy as np
 
-from octygraph.store import MemoryStore
+from octygraph.store import AdminStore
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class GraphEdge:
 
 
 def entity_graph(
-    store: MemoryStore, *, max_entities: int = 60, width: int = 900, height: int = 600
+    store: AdminStore, *, max_entities: int = 60, width: int = 900, height: int = 600
 ) -> tuple[list[GraphNode], list[GraphEdge]]:
     """Entities linked when a current memory is about both (or an edge joins them), laid out by force."""
     entities = {

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from octygraph.store import NODE_TYPES, MemoryStore, Node
+from octygraph.store import NODE_TYPES, AdminStore, Node
 from octygraph.traces import TraceNotFound, load_trace
 
 MAX_TRACES = 1000
@@ -179,7 +179,7 @@ class Filters:
 
 
 def list_memories(
-    store: MemoryStore, f: Filters, limit: int = 100
+    store: AdminStore, f: Filters, limit: int = 100
 ) -> tuple[list[tuple[Node, float | None]], str | None]:
     """Memories matching the filters (search-ranked with a query, else newest first), and a problem."""
     types = [f.type] if f.type in NODE_TYPES else None
@@ -236,7 +236,7 @@ def _keep(node: Node, types: list[str] | None, since: str | None, until: str | N
     return not (until and node.created_at > until)
 
 
-def entity_of(store: MemoryStore, node: Node) -> list[Node]:
+def entity_of(store: AdminStore, node: Node) -> list[Node]:
     """The entities a memory is linked to."""
     others = {
         e.target_id if e.source_id == node.id else e.source_id for e in store.edges_of(node.id)
@@ -244,7 +244,7 @@ def entity_of(store: MemoryStore, node: Node) -> list[Node]:
     return [n for n in store.get_nodes(others) if n.node_type == "entity"]
 
 
-def type_counts(store: MemoryStore) -> dict[str, int]:
+def type_counts(store: AdminStore) -> dict[str, int]:
     by_type: dict[str, int] = defaultdict(int)
     by_type.update(store.stats()["by_type"])
     return {t: by_type[t] for t in NODE_TYPES}

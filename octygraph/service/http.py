@@ -1,0 +1,258 @@
+"""`octygraph serve --http`: a team's shared memory server, pipeline and search over HTTP.
+
+Teammates' hooks reach it with OCTY_SERVER_URL and OCTY_SERVER_TOKEN (see `remote_hook`); behind it the
+memories are wherever the server's own settings put them, normally PostgreSQL (OCTY_DATABASE_URL).
+
+Every route but /v1/health needs `Authorization: Bearer TOKEN`. Tokens are scoped to projects: the
+tokens file holds one line per token, its SHA-256 and the projects it may use (`*` for all):
+
+    9f86d081884c7d65...  falcon,heron
+
+A missing or unknown token is 401; a known token asking for another project is 403. Only hashes are
+stored, so the file does not leak tokens; `octygraph serve token PROJECT... --tokens FILE` makes one.
+
+Routes (JSON in, JSON out):
+    GET  /v1/health
+    POST /v1/projects/{project}/hook/{event}   body: the hook's stdin  -> {"stdout": ..., "notice": ...}
+    POST /v1/projects/{project}/run            {"prompt": ..., "offline": true} -> `run --json`'s object
+    POST /v1/projects/{project}/search         {"query": ..., "limit": 10, "types": [...]} -> hits
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import logging
+import os
+import re
+import secrets
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from octygraph.settings import Settings, sanitize_project_id
+
+log = logging.getLogger("octygraph.http")
+
+MAX_BODY = 1_000_000
+HOOK_EVENTS = ("prompt", "stop", "session-start")
+_ROUTE = re.compile(r"^/v1/projects/([A-Za-z0-9_.-]{1,100})/(hook/([a-z-]+)|run|search)$")
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Tokens:
+    """Token hashes and the projects each may use."""
+
+    scopes: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> Tokens:
+        scopes: dict[str, frozenset[str]] = {}
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            parts = line.split()
+            if len(parts) != 2 or not re.fullmatch(r"[0-9a-f]{64}", parts[0]):
+                raise ValueError(
+                    f"{path} line {number}: expected a SHA-256 and projects, like 'HASH proj1,proj2'."
+                )
+            scopes[parts[0]] = frozenset(p.strip() for p in parts[1].split(",") if p.strip())
+        return cls(scopes)
+
+    def check(self, header: str | None, project: str) -> HTTPStatus | None:
+        """None when the bearer token may use `project`; else 401 (who are you) or 403 (not yours)."""
+        if not header or not header.startswith("Bearer "):
+            return HTTPStatus.UNAUTHORIZED
+        digest = token_hash(header[len("Bearer ") :].strip())
+        projects = None
+        for known, scope in self.scopes.items():
+            if hmac.compare_digest(known, digest):
+                projects = scope
+        if projects is None:
+            return HTTPStatus.UNAUTHORIZED
+        if "*" in projects or project in projects:
+            return None
+        return HTTPStatus.FORBIDDEN
+
+
+def add_token(path: Path, projects: list[str]) -> str:
+    """Make a token for `projects`, append its hash to the tokens file (0600), and return it."""
+    token = secrets.token_urlsafe(32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8") as handle:
+        handle.write(f"{token_hash(token)} {','.join(projects)}\n")
+    return token
+
+
+class TeamServer:
+    """The shared state of the HTTP server: settings, tokens and the pool of open stores."""
+
+    def __init__(self, env: Mapping[str, str], tokens: Tokens) -> None:
+        from octygraph.service.pool import StorePool
+
+        self.env = dict(env)
+        self.tokens = tokens
+        self.pool = StorePool()
+        self.requests = 0
+        self._lock = threading.Lock()
+
+    def settings_for(self, project: str) -> Settings:
+        return Settings.from_env(env={**self.env, "OCTYBOT_PROJECT": project})
+
+    def hook(self, project: str, event: str, raw: bytes) -> tuple[dict[str, Any], Any]:
+        from octygraph.hooks import handle
+
+        env = {**self.env, "OCTYBOT_PROJECT": project}
+        # The payload's folder is on the teammate's machine: the project id above decides.
+        reply = asyncio.run(handle(event, raw, env=env, cwd=None, stores=self.pool.lease))
+        return {"stdout": reply.stdout, "notice": reply.notice}, reply.after
+
+    def run(self, project: str, body: dict[str, Any]) -> dict[str, Any]:
+        from octygraph.runner import RunOptions, run_prompt
+
+        prompt = str(body.get("prompt") or "").strip()
+        if not prompt:
+            raise ValueError("The run needs a prompt.")
+        settings = self.settings_for(project)
+        offline = bool(body.get("offline", not settings.llm_configured))
+
+        async def go() -> dict[str, Any]:
+            async with self.pool.lease(settings) as store:
+                return await run_prompt(prompt, settings, store, RunOptions(offline=offline))
+
+        return asyncio.run(go())
+
+    def search(self, project: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+        from octygraph.store import NODE_TYPES
+
+        query = str(body.get("query") or "").strip()
+        if not query:
+            raise ValueError("The search needs some words.")
+        limit = max(1, min(int(body.get("limit") or 10), 100))
+        types = body.get("types") or [t for t in NODE_TYPES if t != "entity"]
+        settings = self.settings_for(project)
+
+        async def go() -> list[dict[str, Any]]:
+            async with self.pool.lease(settings) as store:
+                hits = await asyncio.to_thread(store.search, query, types=types, limit=limit)
+            return [
+                {**h.node.to_dict(), "score": round(h.score, 4), "cosine": round(h.cosine, 4)}
+                for h in hits
+            ]
+
+        return asyncio.run(go())
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "octygraph"
+    team: TeamServer  # set on the subclass made by make_server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.info("%s %s", self.address_string(), format % args)
+
+    def _send(self, status: HTTPStatus, payload: Any) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _error(self, status: HTTPStatus, message: str) -> None:
+        self._send(status, {"error": message})
+
+    def do_GET(self) -> None:
+        if self.path == "/v1/health":
+            self._send(HTTPStatus.OK, {"status": "ok", "requests": self.team.requests})
+        else:
+            self._error(HTTPStatus.NOT_FOUND, "No such route.")
+
+    def do_POST(self) -> None:
+        match = _ROUTE.match(self.path)
+        if match is None:
+            self._error(HTTPStatus.NOT_FOUND, "No such route.")
+            return
+        project = sanitize_project_id(match.group(1))
+        denied = self.team.tokens.check(self.headers.get("Authorization"), project)
+        if denied is HTTPStatus.UNAUTHORIZED:
+            self._error(denied, "A valid bearer token is needed (Authorization: Bearer TOKEN).")
+            return
+        if denied is HTTPStatus.FORBIDDEN:
+            self._error(denied, f"This token may not use project {project!r}.")
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "The request body is too large.")
+            return
+        raw = self.rfile.read(length) if length else b""
+        self.team.requests += 1
+        after = None
+        payload: Any
+        try:
+            if match.group(3) is not None:
+                event = match.group(3)
+                if event not in HOOK_EVENTS:
+                    self._error(HTTPStatus.NOT_FOUND, f"Unknown hook event {event!r}.")
+                    return
+                payload, after = self.team.hook(project, event, raw)
+            else:
+                body = json.loads(raw or b"{}")
+                if not isinstance(body, dict):
+                    raise ValueError("The body must be a JSON object.")
+                if match.group(2) == "run":
+                    payload = self.team.run(project, body)
+                else:
+                    payload = self.team.search(project, body)
+        except (ValueError, json.JSONDecodeError) as exc:
+            self._error(HTTPStatus.BAD_REQUEST, str(exc))
+            return
+        except Exception as exc:
+            log.exception("request failed")
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
+            return
+        self._send(HTTPStatus.OK, payload)
+        if after is not None:
+            # The store half of a prompt, after the answer went out (as the local service does).
+            try:
+                after()
+            except Exception:
+                log.exception("after-run work failed")
+
+
+def make_server(host: str, port: int, team: TeamServer) -> ThreadingHTTPServer:
+    handler = type("Handler", (_Handler,), {"team": team})
+    server = ThreadingHTTPServer((host, port), handler)
+    server.daemon_threads = True
+    return server
+
+
+def serve_http(host: str, port: int, tokens_file: Path, env: Mapping[str, str]) -> int:
+    """Run the team server in the foreground until interrupted."""
+    tokens = Tokens.load(tokens_file)
+    if not tokens.scopes:
+        raise ValueError(f"{tokens_file} holds no tokens; add one with `octygraph serve token`.")
+    team = TeamServer(env, tokens)
+    server = make_server(host, port, team)
+    log.info("octygraph team server on http://%s:%d", host, server.server_address[1])
+    print(f"octygraph team server on http://{host}:{server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        team.pool.close_all()
+    return 0

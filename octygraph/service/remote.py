@@ -1,0 +1,63 @@
+"""A hook's call to the team server (OCTY_SERVER_URL, OCTY_SERVER_TOKEN), standard library only.
+
+When the server answers within its share of the hook budget, its reply is the hook's reply. When it
+cannot be reached, refuses the token, or is too slow, the hook goes on with local offline memory, so a
+prompt never waits on a network it cannot have; the time left for that is kept back (LOCAL_RESERVE_S).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+
+# Seconds of the hook budget kept for the local fallback (interpreter, model and pipeline, offline).
+LOCAL_RESERVE_S = 5.0
+MIN_REMOTE_S = 0.5
+
+
+class RemoteUnavailable(Exception):
+    """The team server did not give an answer; the message says why, for the trace."""
+
+
+def project_of(raw: bytes, env: Mapping[str, str]) -> str:
+    """The project this hook belongs to, as the local path would name it."""
+    from octygraph.settings import Settings
+
+    try:
+        cwd = json.loads(raw or b"{}").get("cwd")
+    except (ValueError, AttributeError):
+        cwd = None
+    folder = Path(cwd) if isinstance(cwd, str) and cwd and os.path.isdir(cwd) else None
+    return Settings.from_env(env=env, cwd=folder).project_id
+
+
+def remote_hook(event: str, raw: bytes, env: Mapping[str, str], seconds: float) -> dict[str, str]:
+    """POST the hook's stdin to the team server; its {"stdout", "notice"} or RemoteUnavailable."""
+    base = (env.get("OCTY_SERVER_URL") or "").rstrip("/")
+    token = env.get("OCTY_SERVER_TOKEN") or ""
+    if not base.startswith(("http://", "https://")):
+        raise RemoteUnavailable("OCTY_SERVER_URL must start with http:// or https://")
+    if seconds < MIN_REMOTE_S:
+        raise RemoteUnavailable("no time left for the team server")
+    project = urllib.parse.quote(project_of(raw, env), safe="")
+    request = urllib.request.Request(
+        f"{base}/v1/projects/{project}/hook/{event}",
+        data=raw,
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=seconds) as response:
+            body = json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        raise RemoteUnavailable(f"the team server answered {exc.code}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise RemoteUnavailable(f"the team server is unreachable ({exc})") from None
+    if not isinstance(body, dict):
+        raise RemoteUnavailable("the team server sent something else than a JSON object")
+    return {"stdout": str(body.get("stdout") or ""), "notice": str(body.get("notice") or "")}

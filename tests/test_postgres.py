@@ -1,0 +1,286 @@
+"""The PostgreSQL backend against a real server with pgvector (pgserver, started by the tests).
+
+The behaviour both backends share is tested once for each in test_store.py (`any_store`); this file holds
+what only PostgreSQL has: recorded migrations, the HNSW and full-text indexes, one schema per project,
+selection through OCTY_DATABASE_URL, writers in several processes, and moving memories to and from
+an SQLite file.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from octygraph.embeddings import LocalEmbeddings
+from octygraph.settings import Settings
+from octygraph.store import EmbeddingMismatch, MemoryStore, NewNode, StoreError
+
+pytestmark = pytest.mark.postgres
+
+
+def _open(url: str, embedder: Any, project: str, **kwargs: Any) -> Any:
+    from octygraph.store.postgres import PostgresStore
+
+    return PostgresStore.open(url, embedder, project_id=project, **kwargs)
+
+
+def _project() -> str:
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+def test_schema_migrations_and_indexes(pg_url: str, embedder: LocalEmbeddings) -> None:
+    project = _project()
+    store = _open(pg_url, embedder, project)
+    try:
+        conn = store._conn
+        migrations = conn.execute("SELECT version, name FROM octy_migrations").fetchall()
+        assert [m[0] for m in migrations] == [1, 2]
+        indexes = {
+            r[0]: r[1]
+            for r in conn.execute(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s", (store.schema,)
+            )
+        }
+        assert "USING hnsw" in indexes["idx_embeddings_hnsw"]
+        assert "vector_cosine_ops" in indexes["idx_embeddings_hnsw"]
+        assert "USING gin" in indexes["idx_nodes_tsv"]
+        cols = [
+            r[0]
+            for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = %s "
+                "AND table_name = 'nodes' ORDER BY ordinal_position",
+                (store.schema,),
+            )
+        ]
+        # The seed's columns, as on SQLite, with `seq` for insertion order and the tsvector.
+        assert cols[1:15] == [
+            "id",
+            "node_type",
+            "subtype",
+            "content",
+            "salience",
+            "confidence",
+            "source",
+            "created_at",
+            "valid_from",
+            "valid_until",
+            "superseded_by",
+            "attributes",
+            "can_summarize",
+            "scope",
+        ]
+        assert store.meta()["embedding_dim"] == "384"
+        # Opening again applies nothing twice.
+        _open(pg_url, embedder, project).close()
+        assert conn.execute("SELECT count(*) FROM octy_migrations").fetchone()[0] == 2
+    finally:
+        store.drop_project()
+        store.close()
+
+
+def test_projects_are_separate_schemas(pg_url: str, embedder: LocalEmbeddings) -> None:
+    a, b = _open(pg_url, embedder, _project()), _open(pg_url, embedder, _project())
+    try:
+        a.add_node("fact", "Project A deploys on Mondays")
+        assert b.search("when does it deploy") == []
+        assert a.search("when does it deploy")[0].node.content == "Project A deploys on Mondays"
+    finally:
+        for s in (a, b):
+            s.drop_project()
+            s.close()
+
+
+class FakeOtherModel:
+    model_id = "other/model"
+    dim = 8
+
+    def embed_array(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), 8), dtype=np.float32)
+        for i, t in enumerate(texts):
+            out[i, sum(map(ord, t)) % 8] = 1.0
+        return out
+
+
+def test_model_mismatch_is_clear_and_reindex_fixes_it(
+    pg_url: str, embedder: LocalEmbeddings
+) -> None:
+    project = _project()
+    other = _open(pg_url, FakeOtherModel(), project)
+    other.add_node("fact", "Peter handles the Anderson account")
+    other.close()
+    with pytest.raises(EmbeddingMismatch, match="octygraph reindex"):
+        _open(pg_url, embedder, project)
+    with _open(pg_url, embedder, project, check_model=False) as s:
+        assert s.reindex() == 1
+    with _open(pg_url, embedder, project) as s:
+        hits = s.search("who manages Anderson")
+        assert hits[0].node.content == "Peter handles the Anderson account"
+        assert s.meta()["embedding_dim"] == "384"
+        s.drop_project()
+
+
+def test_missing_project_and_bad_url(pg_url: str, embedder: LocalEmbeddings) -> None:
+    with pytest.raises(StoreError, match="No memories for this project"):
+        _open(pg_url, embedder, _project(), create=False)
+    with pytest.raises(StoreError, match="Cannot reach the PostgreSQL server"):
+        _open("postgresql://nobody@127.0.0.1:1/none", embedder, "x")
+
+
+def test_database_url_selects_postgres(
+    pg_url: str, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from octygraph.services import open_store
+    from octygraph.store.postgres import PostgresStore
+
+    project = _project()
+    monkeypatch.setenv("OCTY_DATABASE_URL", pg_url)
+    monkeypatch.setenv("OCTYBOT_PROJECT", project)
+    settings = Settings.from_env()
+    assert settings.database_url is not None
+    assert pg_url not in repr(settings)  # a URL may carry a password: kept secret
+    store = open_store(settings)
+    try:
+        assert isinstance(store, PostgresStore)
+        assert not settings.paths.db.exists()  # nothing written to the SQLite file
+    finally:
+        store.drop_project()  # type: ignore[attr-defined]
+        store.close()
+    monkeypatch.setenv("OCTY_DATABASE_URL", "mysql://x")
+    with pytest.raises(StoreError, match="must start with postgresql://"):
+        open_store(Settings.from_env())
+
+
+def _writer(url: str, project: str, worker: int, count: int) -> None:
+    from octygraph.embeddings import local_embeddings
+
+    store = _open(url, local_embeddings(), project)
+    try:
+        shared, _ = store.ensure_entity("Shared Project", "project")
+        for i in range(count):
+            store.add_node("fact", f"Worker {worker} wrote memory {i}", entity_ids=[shared.id])
+    finally:
+        store.close()
+
+
+def test_three_processes_write_concurrently_without_loss(
+    pg_url: str, embedder: LocalEmbeddings
+) -> None:
+    project = _project()
+    _open(pg_url, embedder, project).close()
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(pg_url, project, w, 15)) for w in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    with _open(pg_url, embedder, project) as store:
+        stats = store.stats()
+        # One entity for all three writers (ensure_entity is atomic), and every fact.
+        assert stats["by_type"] == {"entity": 1, "fact": 45}
+        shared = store.find_entity("shared project", semantic=False)
+        assert shared is not None and len(store.linked_node_ids(shared.id)) == 45
+        store.drop_project()
+
+
+def test_export_to_sqlite_and_import_back(
+    pg_url: str, tmp_path: Path, embedder: LocalEmbeddings
+) -> None:
+    from octygraph.store.transfer_pg import import_from_sqlite
+
+    source = _open(pg_url, embedder, _project())
+    copy = _open(pg_url, embedder, _project())
+    try:
+        peter, _ = source.ensure_entity("Peter", "person")
+        old = source.add_node("fact", "Peter handles the Anderson account", entity_ids=[peter.id])
+        new = source.supersede(old.id, "Lisa handles the Anderson account")
+        source.add_nodes([NewNode("fact", f"Filler memory {i}") for i in range(5)])
+        file = tmp_path / "snap.db"
+        source.backup_to(file)
+        with MemoryStore.open(file, embedder) as snap:
+            assert snap.stats()["nodes"] == source.stats()["nodes"] == 8
+            assert snap.get_node(old.id).superseded_by == new.id  # type: ignore[union-attr]
+            assert len(snap.all_edges()) == len(source.all_edges())
+            assert snap.search("who handles Anderson", types=["fact"])[0].node.id == new.id
+        assert oct(file.stat().st_mode & 0o777) == "0o600"
+        assert import_from_sqlite(copy, file) == 8
+        assert [n.id for n in copy.iter_all()] == [n.id for n in source.iter_all()]
+        assert copy.search("who handles Anderson", types=["fact"])[0].node.id == new.id
+        assert copy.supersede_chain(new.id)[0].id == old.id
+    finally:
+        for s in (source, copy):
+            s.drop_project()
+            s.close()
+
+
+def test_hnsw_search_agrees_with_exact_scan(pg_url: str, embedder: LocalEmbeddings) -> None:
+    # Clustered unit vectors, as embeddings of related memories are; queries near stored ones.
+    rng = np.random.default_rng(7)
+    n, dim = 3000, embedder.dim
+    centres = rng.standard_normal((60, dim)).astype(np.float32)
+    mat = centres[rng.integers(0, 60, n)] + rng.standard_normal((n, dim)).astype(np.float32)
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    store = _open(pg_url, embedder, _project())
+    try:
+        nodes = store.add_nodes(
+            [NewNode("fact", f"synthetic memory {i}") for i in range(n)], vectors=mat
+        )
+        found = 0
+        for qi in range(20):
+            q = mat[qi * 7] + 0.02 * rng.standard_normal(dim).astype(np.float32)
+            q /= np.linalg.norm(q)
+            exact = {nodes[i].id for i in np.argsort(-(mat @ q))[:10]}
+            approx = {h.node.id for h in store.search("x", query_vec=q, mode="vector", limit=10)}
+            found += len(exact & approx)
+        assert found / 200 >= 0.95
+    finally:
+        store.drop_project()
+        store.close()
+
+
+def test_require_postgres_is_set_in_ci() -> None:
+    # CI sets OCTY_REQUIRE_POSTGRES=1 so a missing server fails instead of skipping; see .ci/run.
+    if os.environ.get("CI") == "true":
+        assert os.environ.get("OCTY_REQUIRE_POSTGRES") == "1"
+
+
+def test_pipeline_and_commands_on_postgres(
+    pg_url: str, home: Path, monkeypatch: pytest.MonkeyPatch, embedder: LocalEmbeddings
+) -> None:
+    from tests.conftest import cli_json, run_cli
+
+    project = _project()
+    monkeypatch.setenv("OCTY_DATABASE_URL", pg_url)
+    monkeypatch.setenv("OCTYBOT_PROJECT", project)
+    told = cli_json("run", "Peter handles the Anderson account", "--json", "--offline")
+    assert told["stored"] and told["stored"][0]["content"] == "Peter handles the Anderson account"
+    asked = cli_json("run", "Who handles Anderson?", "--json", "--offline")
+    assert "Peter handles the Anderson account" in asked["context"]
+    corrected = cli_json("run", "Actually, Lisa handles Anderson now", "--json", "--offline")
+    assert told["stored"][0]["id"] in corrected["superseded"]
+    after = cli_json("run", "Who handles Anderson?", "--json", "--offline")
+    assert "Lisa handles Anderson" in after["context"]
+    assert "Peter handles the Anderson account" not in after["context"]
+    found = cli_json("search", "Anderson account", "--json")
+    assert found and "Lisa" in found[0]["content"]
+
+    settings = Settings.from_env()
+    assert not settings.paths.db.exists()  # the memories went to the server only
+    store = _open(pg_url, embedder, project)
+    try:
+        # Checkpoints live beside the memories, in the project's schema.
+        runs = store._conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints").fetchone()
+        assert runs[0] >= 4
+        refused = run_cli("memory", "load", "small-baseline")
+        assert refused.returncode == 1
+        assert "memory export --format jsonl" in refused.stderr
+        assert "Traceback" not in refused.stderr
+    finally:
+        store.drop_project()
+        store.close()

@@ -1,0 +1,200 @@
+"""`octygraph serve --http`: bearer tokens scoped to projects, pipeline and search over HTTP, and hooks
+that use the team server and fall back to local memory when it cannot be reached."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from octygraph.service.http import TeamServer, Tokens, add_token, make_server
+from tests.conftest import cli_json, run_cli
+from tests.test_hooks import _closed_port, prompt_payload
+
+
+@pytest.fixture
+def team(home: Path, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """A team server on a free loopback port, with a token for 'falcon' and one for 'heron'."""
+    tokens_file = tmp_path / "tokens"
+    falcon = add_token(tokens_file, ["falcon"])
+    heron = add_token(tokens_file, ["heron"])
+    assert falcon not in tokens_file.read_text()  # only hashes are kept
+    assert oct(tokens_file.stat().st_mode & 0o777) == "0o600"
+    # The server keeps its memories in a home of its own, as on another machine.
+    env = {**os.environ, "OCTYBOT_HOME": str(tmp_path / "server-home")}
+    server = make_server("127.0.0.1", 0, TeamServer(env, Tokens.load(tokens_file)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield {
+            "url": f"http://127.0.0.1:{server.server_address[1]}",
+            "falcon": falcon,
+            "heron": heron,
+            "tokens": tokens_file,
+        }
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def call(url: str, path: str, body: Any = None, token: str | None = None) -> tuple[int, Any]:
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url + path, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+def test_tokens_are_scoped_to_projects(team: dict[str, Any]) -> None:
+    url = team["url"]
+    assert call(url, "/v1/health")[0] == 200
+    body = {"query": "anything"}
+    assert call(url, "/v1/projects/falcon/search", body)[0] == 401  # no token
+    assert call(url, "/v1/projects/falcon/search", body, "wrong-token")[0] == 401
+    status, reply = call(url, "/v1/projects/falcon/search", body, team["heron"])
+    assert status == 403 and "falcon" in reply["error"]
+    assert call(url, "/v1/projects/falcon/search", body, team["falcon"]) == (200, [])
+    assert call(url, "/v1/projects/falcon/nothing", body, team["falcon"])[0] == 404
+
+
+def test_run_and_search_over_http_keep_projects_apart(team: dict[str, Any]) -> None:
+    url, falcon, heron = team["url"], team["falcon"], team["heron"]
+    status, told = call(
+        url,
+        "/v1/projects/falcon/run",
+        {"prompt": "Peter handles the Anderson account", "offline": True},
+        falcon,
+    )
+    assert status == 200 and told["stored"]
+    status, asked = call(
+        url, "/v1/projects/falcon/run", {"prompt": "Who handles Anderson?", "offline": True}, falcon
+    )
+    assert status == 200 and "Peter handles the Anderson account" in asked["context"]
+    status, hits = call(url, "/v1/projects/falcon/search", {"query": "Anderson account"}, falcon)
+    assert status == 200 and hits[0]["content"] == "Peter handles the Anderson account"
+    assert call(url, "/v1/projects/heron/search", {"query": "Anderson account"}, heron) == (200, [])
+    assert call(url, "/v1/projects/falcon/run", {"prompt": " "}, falcon)[0] == 400
+
+
+def test_hook_uses_the_team_server(team: dict[str, Any], home: Path) -> None:
+    url, falcon = team["url"], team["falcon"]
+    call(
+        url,
+        "/v1/projects/falcon/run",
+        {"prompt": "The Falcon release train leaves every second Tuesday", "offline": True},
+        falcon,
+    )
+    env = {
+        "OCTY_SERVER_URL": url,
+        "OCTY_SERVER_TOKEN": falcon,
+        "OCTYBOT_PROJECT": "falcon",
+        "OCTY_HOOK_BUDGET_S": "20",
+    }
+    result = run_cli(
+        "hook",
+        "prompt",
+        input=prompt_payload("When does the Falcon release leave?", Path.cwd()),
+        env=env,
+    )
+    assert result.returncode == 0
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "every second Tuesday" in context
+    # The answer came from the server: this machine holds no memory of project falcon.
+    assert not (home / "projects" / "falcon" / "memory" / "memory.db").exists()
+
+
+def test_hook_falls_back_to_local_memory_when_the_server_is_unreachable(home: Path) -> None:
+    cli_json("memory", "add", "Peter handles the Anderson account", "--json")
+    env = {
+        "OCTY_SERVER_URL": f"http://127.0.0.1:{_closed_port()}",
+        "OCTY_SERVER_TOKEN": "whatever",
+        "OCTY_HOOK_BUDGET_S": "20",
+    }
+    started = time.monotonic()
+    result = run_cli(
+        "hook", "prompt", input=prompt_payload("Who handles Anderson?", Path.cwd()), env=env
+    )
+    took = time.monotonic() - started
+    assert result.returncode == 0 and took < 20
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Peter handles the Anderson account" in context
+
+
+def test_hook_falls_back_when_the_token_is_refused(team: dict[str, Any], home: Path) -> None:
+    cli_json("memory", "add", "Maria is allergic to peanuts", "--json")
+    env = {
+        "OCTY_SERVER_URL": team["url"],
+        "OCTY_SERVER_TOKEN": team["heron"],  # not this project's
+        "OCTY_HOOK_BUDGET_S": "20",
+    }
+    result = run_cli(
+        "hook", "prompt", input=prompt_payload("What can Maria not eat?", Path.cwd()), env=env
+    )
+    assert result.returncode == 0
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "peanuts" in context
+
+
+@pytest.mark.postgres
+def test_three_clients_write_through_the_server_at_once(
+    pg_url: str, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from octygraph.embeddings import local_embeddings
+    from octygraph.store.postgres import PostgresStore
+
+    project = f"team{os.getpid()}"
+    monkeypatch.setenv("OCTY_DATABASE_URL", pg_url)
+    tokens_file = tmp_path / "tokens"
+    token = add_token(tokens_file, [project])
+    server = make_server("127.0.0.1", 0, TeamServer(os.environ, Tokens.load(tokens_file)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+
+    def client(worker: int) -> list[int]:
+        codes = []
+        for i in range(4):
+            status, _ = call(
+                url,
+                f"/v1/projects/{project}/run",
+                {
+                    "prompt": f"Teammate {worker} decided that service {worker}{i} uses port 80{worker}{i}",
+                    "offline": True,
+                },
+                token,
+            )
+            codes.append(status)
+        return codes
+
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            codes = [c for codes in pool.map(client, range(3)) for c in codes]
+        assert codes == [200] * 12
+        store = PostgresStore.open(pg_url, local_embeddings(), project_id=project)
+        try:
+            contents = {n.content for n in store.iter_all()}
+            for worker in range(3):
+                for i in range(4):
+                    assert any(
+                        f"service {worker}{i} uses port 80{worker}{i}" in c for c in contents
+                    )
+        finally:
+            store.drop_project()
+            store.close()
+    finally:
+        server.shutdown()
+        server.server_close()
