@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -22,6 +23,10 @@ from octygraph.store import MemoryStore
 _OPEN_LOCK = threading.Lock()
 _GAZETTEERS: dict[str, tuple[Any, Any]] = {}
 
+
+TAIL_RESERVE_S = 1.0
+"""Seconds kept back from the LLM stages before retrieval's end: the deterministic nets and assembly
+still run after them, so the deadline always finds a context ready."""
 
 CLI_SESSION = "cli"
 """The session id of `octygraph run`: it names what the CLI stored, but one-shot runs are not a
@@ -58,6 +63,9 @@ class Context:
     """Claude Code's transcript of the session (hooks); its existence says the session's own prompts are
     in the conversation the model sees."""
     source: str = "user"
+    deadline: float | None = None
+    """`time.monotonic()` by which the run must have its answer (the hook's budget); None = no limit.
+    Every LLM call, retry wait and loop is bounded by the time left (see `llm_config`)."""
     _gazetteer: Any = field(default=None, init=False, repr=False, compare=False)
 
     def memory(self) -> MemoryStore:
@@ -107,9 +115,21 @@ class Context:
     def offline(self) -> bool:
         return self.l1_model is None and self.l2_model is None
 
-    def llm_config(self, layer: str) -> RunnableConfig:
-        """Config for one LLM call inside a node: nested under the node's run, tokens counted for `layer`."""
-        return merge_configs(ensure_config(), {"callbacks": self.callbacks(layer)})
+    def remaining(self, reserve_s: float = 0.0) -> float | None:
+        """Seconds left before the deadline minus `reserve_s` (never negative); None without a deadline."""
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - reserve_s - time.monotonic())
+
+    def llm_config(self, layer: str, *, reserve_s: float = TAIL_RESERVE_S) -> RunnableConfig:
+        """Config for one LLM call inside a node: nested under the node's run, tokens counted for `layer`,
+        and bounded by the deadline less `reserve_s` (the deterministic work still to come after it)."""
+        extra: RunnableConfig = {"callbacks": self.callbacks(layer)}
+        if self.deadline is not None:
+            from octygraph.llm.deadline import DEADLINE_KEY
+
+            extra["metadata"] = {DEADLINE_KEY: self.deadline - reserve_s}
+        return merge_configs(ensure_config(), extra)
 
     def callbacks(self, layer: str) -> list[Any]:
         """LangChain callbacks that count tokens and cost for one layer."""

@@ -162,7 +162,7 @@ async def _run(
     session_id: str,
     *,
     store_only: bool,
-    budget: float,
+    deadline: float,
     stores: StoreLease,
     transcript_path: str = "",
 ) -> dict[str, Any]:
@@ -175,7 +175,7 @@ async def _run(
             transcript_path=transcript_path or None,
             source="claude" if store_only else "user",
             store_only=store_only,
-            deadline_s=budget,
+            deadline=deadline,
         )
         try:
             return await run_prompt(prompt, settings, store, options)
@@ -240,8 +240,8 @@ async def handle(
             _configure_logging(settings)
             # The answer must reach the client before its budget (counted from the hook process's
             # start) runs out: the run stops early enough to leave room for writing its trace.
-            budget = settings.hook_budget_s - (time.monotonic() - started) - ANSWER_MARGIN_S
-            if budget <= MIN_RUN_S:
+            deadline = started + settings.hook_budget_s - ANSWER_MARGIN_S
+            if deadline - time.monotonic() <= MIN_RUN_S:
                 _record_failure(settings, event, "no time left in the hook budget", env)
                 return HookReply()
             result = await _run(
@@ -249,7 +249,7 @@ async def handle(
                 prompt.prompt,
                 prompt.session_id,
                 store_only=False,
-                budget=budget,
+                deadline=deadline,
                 stores=stores,
                 transcript_path=prompt.transcript_path,
             )
@@ -271,7 +271,7 @@ async def handle(
                 stop.last_assistant_message,
                 stop.session_id,
                 store_only=True,
-                budget=settings.hook_budget_s * 4,
+                deadline=time.monotonic() + settings.hook_budget_s * 4,
                 stores=stores,
             )
             return HookReply(
@@ -318,8 +318,23 @@ def answer(
     return reply.stdout
 
 
+def process_started() -> float:
+    """`time.monotonic()` when this process started: the hook's budget counts interpreter start and imports.
+
+    Read from the kernel where it says (Linux); elsewhere, now.
+    """
+    now = time.monotonic()
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, after the command name
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    return now - min(max(age, 0.0), 60.0)
+
+
 def _hook(event: str, stdin: IO[bytes], stdout: IO[str]) -> None:
-    started = time.monotonic()
+    started = process_started()
     try:
         raw = hook_io.read_stdin_bounded(stdin)
         output = answer(event, raw, started=started)

@@ -47,7 +47,16 @@ class RunOptions:
     store_only: bool = False
     """The Stop hook: store what the assistant reported, retrieve nothing."""
     deadline_s: float | None = None
-    """Wall-clock budget for the whole run (hooks); None waits for the end."""
+    """Wall-clock budget for the whole run, counted from the call; None waits for the end."""
+    deadline: float | None = None
+    """`time.monotonic()` by which the run must answer (the hook's budget, counted from its start); the
+    sooner of this and `deadline_s` goes into `Context.deadline`."""
+
+    def absolute_deadline(self, now: float) -> float | None:
+        """The sooner of `deadline` and `now + deadline_s`, or None when neither is set."""
+        relative = None if self.deadline_s is None else now + self.deadline_s
+        known = [d for d in (self.deadline, relative) if d is not None]
+        return min(known) if known else None
 
 
 def make_context(
@@ -125,6 +134,7 @@ async def run_prompt(
     """Run the whole pipeline on one prompt; returns the `run --json` object (and writes the trace)."""
     options = options or RunOptions()
     started = time.perf_counter()
+    deadline = options.absolute_deadline(time.monotonic())
     trace_id = new_trace_id()
     ctx = context or make_context(
         settings,
@@ -136,6 +146,8 @@ async def run_prompt(
         today=options.today,
         store_only=options.store_only,
     )
+    if deadline is not None and (ctx.deadline is None or deadline < ctx.deadline):
+        ctx.deadline = deadline
     config: RunnableConfig = {
         "configurable": {"thread_id": trace_id},
         "run_name": "octygraph",
@@ -150,7 +162,8 @@ async def run_prompt(
     async with open_checkpointer(settings.paths.checkpoints) as saver:
         graph = with_checkpointer(saver)
         try:
-            async with asyncio.timeout(options.deadline_s):
+            # The backstop: nodes keep to the deadline themselves and finish with what they have.
+            async with asyncio.timeout(ctx.remaining()):
                 async for update in graph.astream(
                     inputs, config, context=ctx, durability="async", stream_mode="updates"
                 ):
@@ -167,7 +180,7 @@ async def run_prompt(
         values["context"] = partial.get("context") or partial.get("assembled") or ""
         values["notes"] = [
             *(values.get("notes") or []),
-            f"run: stopped by the {options.deadline_s:g} s budget; used what was ready",
+            "run: stopped at the deadline; used what was ready",
         ]
     timings = dict(values.get("timings_ms") or {})
     timings["total"] = round((time.perf_counter() - started) * 1000, 2)

@@ -32,6 +32,10 @@ class Reply:
     body: Body
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    """Wait this long before answering (a slow model)."""
+    drop: bool = False
+    """Close the connection without answering (a dropped connection)."""
 
 
 ScriptItem = Reply | Callable[[Body], Reply]
@@ -108,6 +112,16 @@ def with_cost(reply: Reply, cost: float) -> Reply:
     return reply
 
 
+def slow(reply: Reply, seconds: float) -> Reply:
+    """The same reply, after `seconds`."""
+    return Reply(reply.body, reply.status, dict(reply.headers), delay_s=seconds)
+
+
+def dropped() -> Reply:
+    """No answer: the connection is closed as soon as the request is read."""
+    return Reply({}, drop=True)
+
+
 def error_reply(status: int, message: str = "scripted error", **headers: str) -> Reply:
     """An OpenAI-style error (429, 500, 401...)."""
     body = {"error": {"message": message, "type": "scripted", "code": status}}
@@ -168,6 +182,7 @@ class ScriptedServer:
         self._suffix = path_suffix
         self._prefix = prefix
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
         self.requests: list[RecordedRequest] = []
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
@@ -217,6 +232,11 @@ class ScriptedServer:
                     reply = error_reply(404, f"no route {self.path}")
                 else:
                     reply = server._next(body)
+                if reply.delay_s:
+                    server._stopping.wait(reply.delay_s)
+                if reply.drop or server._stopping.is_set():
+                    self.close_connection = True
+                    return
                 data = json.dumps(reply.body).encode()
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
@@ -233,6 +253,7 @@ class ScriptedServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()  # slow replies end now, unanswered
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)

@@ -19,6 +19,7 @@ from octygraph.nodes.assemble import record_line, render, rendered_ids
 from octygraph.state import PipelineState, Record
 
 NO_RELEVANT = "NO_RELEVANT_RECORDS"
+CURATE_RESERVE_S = 0.1
 
 
 def _normal(line: str) -> str:
@@ -37,7 +38,8 @@ async def _curate_section(
     try:
         reply = await ctx.l2_model.ainvoke(
             [SystemMessage(prompts.CURATE_SYSTEM), HumanMessage(user)],
-            config=ctx.llm_config("curation"),
+            # Last stage: only rendering comes after it, so it may use the run's time to the end.
+            config=ctx.llm_config("curation", reserve_s=CURATE_RESERVE_S),
         )
     except Exception as exc:
         return name, None, f"curate: {name} kept uncurated ({type(exc).__name__}: {exc})"

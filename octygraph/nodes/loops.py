@@ -22,7 +22,7 @@ from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from octygraph import prompts
-from octygraph.context import Context
+from octygraph.context import TAIL_RESERVE_S, Context
 from octygraph.models import Classification, RetrievalPlan, StorageDecision
 from octygraph.nodes._common import timed
 from octygraph.state import PipelineState, Record
@@ -126,14 +126,16 @@ async def run_loop(
         "turns": 0,
         "system": system,
     }
+    # The loop's own timeout, or the run's deadline less the deterministic work after it, if sooner.
+    remaining = ctx.remaining(TAIL_RESERVE_S)
+    limit = ctx.loop_timeout_s if remaining is None else min(ctx.loop_timeout_s, remaining)
     try:
-        async with asyncio.timeout(ctx.loop_timeout_s):
+        async with asyncio.timeout(limit):
             async for chunk in graph.astream(inputs, config, context=ctx, stream_mode="values"):
                 last = chunk
     except TimeoutError:
-        notes.append(
-            f"{loop}: stopped by the {ctx.loop_timeout_s:g} s timeout; kept what it had found"
-        )
+        why = "timeout" if limit == ctx.loop_timeout_s else "deadline"
+        notes.append(f"{loop}: stopped by the {limit:.3g} s {why}; kept what it had found")
     records, calls = _harvest(last.get("messages", []), loop)
     turns = int(last.get("turns", 0))
     if turns >= ctx.max_turns:
