@@ -90,9 +90,12 @@ def make_context(
     )
 
 
-def _mode(ctx: Context, settings: Settings) -> str:
-    """The model that answered, or `offline`: a configured model that never answered did not run."""
+def _mode(ctx: Context, settings: Settings, layers: dict[str, dict[str, str]]) -> str:
+    """The model that answered, or `offline`: a configured model that never answered (or whose every
+    answer was unusable, so each layer took its deterministic path) did not run."""
     if ctx.offline:
+        return "offline"
+    if layers and not any(r.get("mode") in ("model", "fallback") for r in layers.values()):
         return "offline"
     if ctx.usage is not None:
         answered = [k for k in ctx.usage.to_dict() if k not in ("embeddings", "total")]
@@ -119,6 +122,7 @@ def result_json(
         "superseded": list(dict.fromkeys(values.get("superseded") or [])),
         "mode": mode,
         "timings_ms": dict(values.get("timings_ms") or {}),
+        "layers": dict(values.get("layers") or {}),
         "usage": usage,
     }
 
@@ -197,7 +201,7 @@ async def run_prompt(
                 cost_usd=0.0,
             )
     usage = ctx.usage.to_dict() if ctx.usage else {}
-    result = result_json(trace_id, values, _mode(ctx, settings), usage)
+    result = result_json(trace_id, values, _mode(ctx, settings, values.get("layers") or {}), usage)
     if options.write_trace:
         trace = {
             **result,

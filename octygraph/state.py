@@ -45,6 +45,7 @@ class OutputState(TypedDict, total=False):
     superseded: list[str]
     flags: list[Record]
     timings_ms: dict[str, float]
+    layers: dict[str, dict[str, str]]
 
 
 class PipelineState(InputState, total=False):
@@ -68,5 +69,7 @@ class PipelineState(InputState, total=False):
     notes: Annotated[list[str], operator.add]
     """Why something degraded (timeouts, parse failures, fallbacks)."""
     timings_ms: Annotated[dict[str, float], merge_dicts]
+    layers: Annotated[dict[str, dict[str, str]], merge_dicts]
+    """Per stage, what ran (`model`, `fallback`, `offline`, `skipped`) and why (see nodes/_common.py)."""
     assembled: str
     """The ranked, budgeted context before curation."""

@@ -281,6 +281,8 @@ class _Run:
             # the wait alone would outlast the run: give up now and let the caller use what it has
             entry["gave_up"] = "no time left for a retry"
             self.reasons[route.provider] = f"{failure.reason}; no time left for a retry"
+            if failure.trips:  # the rest of this run has even less time: skip the endpoint
+                CIRCUIT.trip(route.endpoint_key, CIRCUIT_COOLDOWN_S)
             return None
         entry["delay_s"] = delay
         return delay

@@ -11,7 +11,7 @@ from octygraph import heuristics, prompts
 from octygraph.context import Context
 from octygraph.heuristics.storage import has_durable
 from octygraph.models import Classification, merge_classifications
-from octygraph.nodes._common import ask_structured, timed
+from octygraph.nodes._common import NO_MODEL, ask_structured, combine, layer, log, timed
 from octygraph.state import PipelineState
 
 
@@ -25,6 +25,7 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
         heuristics.classify, prompt, known_entities=known, today=ctx.day()
     )
     if ctx.store_only:
+        offline_layer = {"classify": layer("offline", "the Stop hook classifies without a model")}
         # The Stop hook: what the assistant reported is only stored, never used to retrieve, and only
         # when it reports something done or decided with lasting effect (not narration or next steps).
         durable = await asyncio.to_thread(has_durable, prompt, assistant=True)
@@ -35,11 +36,15 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
                         update={"retrieve": False, "store": durable}
                     )
                 }
-            )
+            ),
+            "layers": offline_layer,
         }
     if ctx.l1_model is None:
-        return {"classification": offline}
+        return {"classification": offline, "layers": {"classify": layer("offline", NO_MODEL)}}
 
+    # The query's vector is embedded alongside the LLM calls: the safety nets need it whatever the
+    # model says, and the deadline may leave them little time.
+    warm = asyncio.create_task(asyncio.to_thread(ctx.memory().embed_query, prompt))
     sentences = heuristics.split_sentences(prompt) or [prompt]
     calls = [
         ask_structured(
@@ -53,13 +58,19 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
         for sentence in sentences
     ]
     results = await asyncio.gather(*calls)
-    raws = [raw for _, raw, _ in results]
-    parts = [parsed for parsed, _, _ in results]
+    try:
+        await warm
+    except Exception as exc:  # the nets will say so themselves
+        log.info("classify: embedding the query failed: %s", exc)
+    raws = [r.raw for r in results]
+    parts = [r.parsed for r in results]
+    which = {"classify": combine([r.layer for r in results])}
     if any(part is None for part in parts):
-        errors = "; ".join(err for _, _, err in results if err)
+        errors = "; ".join(r.error for r in results if r.error)
         return {
             "classification": offline,
             "l1_raw": raws,
+            "layers": which,
             "notes": [
                 f"classify: LLM output did not parse twice, used the deterministic classifier ({errors})"
             ],
@@ -70,4 +81,4 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     extra = [e for e in offline.entities if e.name.casefold() not in known_names]
     if extra:
         merged = merged.model_copy(update={"entities": [*merged.entities, *extra]})
-    return {"classification": merged, "l1_raw": raws}
+    return {"classification": merged, "l1_raw": raws, "layers": which}

@@ -18,7 +18,7 @@ from octygraph.models import (
     StorageDecision,
     StorageItem,
 )
-from octygraph.nodes._common import ask_structured, timed
+from octygraph.nodes._common import NO_MODEL, Layer, ask_structured, combine, layer, timed
 from octygraph.state import PipelineState
 from octygraph.tools.writes import Refused, check_content
 
@@ -48,13 +48,14 @@ def _keep_safe(found: list[Told], prompt: str) -> tuple[list[Told], list[str]]:
 
 async def _llm_or(
     ctx: Context, schema: Any, system: str, user: str, fallback: Any, label: str
-) -> tuple[Any, list[str]]:
+) -> tuple[Any, list[str], Layer]:
     if ctx.l2_model is None:
-        return fallback, []
-    parsed, _raw, error = await ask_structured(ctx, ctx.l2_model, schema, system, user, "l2")
-    if parsed is None:
-        return fallback, [f"plan: {label} fell back to the deterministic path ({error})"]
-    return parsed, []
+        return fallback, [], layer("offline", NO_MODEL)
+    asked = await ask_structured(ctx, ctx.l2_model, schema, system, user, "l2")
+    if asked.parsed is None:
+        note = f"plan: {label} fell back to the deterministic path ({asked.error})"
+        return fallback, [note], asked.layer
+    return asked.parsed, [], asked.layer
 
 
 @timed("plan")
@@ -110,9 +111,15 @@ async def plan(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any
     )
     if not wants_store:
         # L1 found nothing durable: no storage calls at all, with or without an LLM.
-        retrieval, n1 = await retrieval_step
-        return {"plan": retrieval, "storage": offline_storage, "instructions": [], "notes": n1}
-    (retrieval, n1), (storage, n2), (instructions, n3) = await asyncio.gather(
+        retrieval, n1, l1 = await retrieval_step
+        return {
+            "plan": retrieval,
+            "storage": offline_storage,
+            "instructions": [],
+            "notes": n1,
+            "layers": {"plan": l1},
+        }
+    (retrieval, n1, l1), (storage, n2, l2), (instructions, n3, l3) = await asyncio.gather(
         retrieval_step,
         _llm_or(
             ctx,
@@ -143,4 +150,5 @@ async def plan(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any
         "storage": storage,
         "instructions": found,
         "notes": [*n1, *n2, *n3, *n4, *n5],
+        "layers": {"plan": combine([l1, l2, l3])},
     }

@@ -152,7 +152,7 @@ async def force_store(state: PipelineState, runtime: Runtime[Context]) -> dict[s
 
 async def _judge(ctx: Context, new: str, old: str, cosine: float) -> tuple[ReconcileJudgement, str]:
     if ctx.l2_model is not None:
-        parsed, _raw, _error = await ask_structured(
+        asked = await ask_structured(
             ctx,
             ctx.l2_model,
             ReconcileJudgement,
@@ -160,8 +160,8 @@ async def _judge(ctx: Context, new: str, old: str, cosine: float) -> tuple[Recon
             prompts.RECONCILE_USER.format(new=new, old=old),
             "reconciliation",
         )
-        if parsed is not None:
-            return parsed, "llm"
+        if isinstance(asked.parsed, ReconcileJudgement):
+            return asked.parsed, "llm"
     return wording.judge(new, old, cosine), "wording"
 
 
