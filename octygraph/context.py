@@ -66,7 +66,10 @@ class Context:
     deadline: float | None = None
     """`time.monotonic()` by which the run must have its answer (the hook's budget); None = no limit.
     Every LLM call, retry wait and loop is bounded by the time left (see `llm_config`)."""
+    run_id: str | None = None
+    """The run's id (its trace id): names what this run wrote, so its own retrieval can leave it out."""
     _gazetteer: Any = field(default=None, init=False, repr=False, compare=False)
+    _written: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     def memory(self) -> MemoryStore:
         """The memory store, opened on first use when none was given."""
@@ -92,6 +95,23 @@ class Context:
                 self._gazetteer = Gazetteer(store.entity_kinds())
                 _GAZETTEERS[key[0]] = (key, self._gazetteer)
         return self._gazetteer
+
+    def begin_run(self, run_id: str) -> None:
+        """Name the run; a context used again starts with an empty ledger of what was written."""
+        with _OPEN_LOCK:
+            if self.run_id != run_id:
+                self.run_id = run_id
+                self._written.clear()
+
+    def note_written(self, ids: list[str]) -> None:
+        """Record memories this run stored or superseded (the store half, while the retrieve half runs)."""
+        with _OPEN_LOCK:
+            self._written.update(i for i in ids if i)
+
+    def written(self) -> frozenset[str]:
+        """What this run stored or superseded so far: the user's own message, not worth echoing back."""
+        with _OPEN_LOCK:
+            return frozenset(self._written)
 
     def session_log(self) -> SessionLog | None:
         """What this Claude Code session has already seen; None outside a session."""

@@ -28,6 +28,7 @@ from octygraph.sessions import SessionLog
 from octygraph.settings import Settings
 
 if TYPE_CHECKING:
+    from octygraph.runner import OnAnswer
     from octygraph.store import MemoryStore
 
 log = logging.getLogger("octygraph.hooks")
@@ -165,6 +166,7 @@ async def _run(
     deadline: float,
     stores: StoreLease,
     transcript_path: str = "",
+    on_answer: OnAnswer | None = None,
 ) -> dict[str, Any]:
     from octygraph.llm.errors import LLMConfigError
     from octygraph.runner import RunOptions, run_prompt
@@ -178,12 +180,12 @@ async def _run(
             deadline=deadline,
         )
         try:
-            return await run_prompt(prompt, settings, store, options)
+            return await run_prompt(prompt, settings, store, options, on_answer=on_answer)
         except LLMConfigError as exc:
             # A broken LLM set-up (e.g. an expired Wrangler login) must not cost the prompt its memory.
             log.warning("LLM not usable, thinking without it: %s", exc)
             options.offline = True
-            return await run_prompt(prompt, settings, store, options)
+            return await run_prompt(prompt, settings, store, options, on_answer=on_answer)
 
 
 @dataclass
@@ -194,6 +196,17 @@ class HookReply:
     after: Callable[[], None] | None = None
     notice: str = ""
     """One line for the user when memory is degraded (a bad setting, an unreadable database), else ""."""
+    rest: asyncio.Task[Any] | None = None
+    """The run's store half, still going when the answer was ready: await `settle()` after replying."""
+
+    async def settle(self) -> None:
+        """Wait for the store half (it writes the trace when done); never raises."""
+        if self.rest is None:
+            return
+        try:
+            await self.rest
+        except Exception as exc:
+            log.warning("storing after the answer failed: %s", exc)
 
     def finish(self) -> None:
         """Run the bookkeeping (manifest, dev log, usage report); never raises."""
@@ -244,22 +257,38 @@ async def handle(
             if deadline - time.monotonic() <= MIN_RUN_S:
                 _record_failure(settings, event, "no time left in the hook budget", env)
                 return HookReply()
-            result = await _run(
-                settings,
-                prompt.prompt,
-                prompt.session_id,
-                store_only=False,
-                deadline=deadline,
-                stores=stores,
-                transcript_path=prompt.transcript_path,
+            # Answer first: the reply goes out when the retrieve half has its context; the store half
+            # goes on in `rest`, which the caller awaits after replying.
+            ready: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+
+            async def on_answer(early: dict[str, Any]) -> None:
+                if not ready.done():
+                    ready.set_result(early)
+
+            run = asyncio.create_task(
+                _run(
+                    settings,
+                    prompt.prompt,
+                    prompt.session_id,
+                    store_only=False,
+                    deadline=deadline,
+                    stores=stores,
+                    transcript_path=prompt.transcript_path,
+                    on_answer=on_answer,
+                )
             )
+            await asyncio.wait({run, ready}, return_when=asyncio.FIRST_COMPLETED)
+            early = ready.result() if ready.done() else run.result()
             output = hook_io.format_prompt_output(
-                result.get("context") or "",
+                early.get("context") or "",
                 max_chars=min(9000, settings.context_budget_chars + 500),
             )
-            return HookReply(
-                output, functools.partial(_after_run, settings, "prompt", prompt.session_id, result)
-            )
+            session_id, ready_settings = prompt.session_id, settings
+
+            def after() -> None:  # once the whole run is done: its final result has what it stored
+                _after_run(ready_settings, "prompt", session_id, run.result())
+
+            return HookReply(output, after, rest=None if run.done() else run)
         if event == "stop":
             stop = hook_io.parse_stop_payload(raw)
             if stop is None or not stop.last_assistant_message.strip():
@@ -298,15 +327,31 @@ async def handle(
         return HookReply(notice=degraded_notice(exc, settings))
 
 
+async def _answer(
+    event: str, raw: bytes, started: float | None, emit: Callable[[str], None] | None
+) -> HookReply:
+    reply = await handle(event, raw, started=started)
+    if emit is not None:
+        emit(reply.stdout)  # the prompt goes on now; the store half finishes below
+    await reply.settle()
+    return reply
+
+
 def answer(
-    event: str, raw: bytes, *, started: float | None = None, notices: list[str] | None = None
+    event: str,
+    raw: bytes,
+    *,
+    started: float | None = None,
+    notices: list[str] | None = None,
+    emit: Callable[[str], None] | None = None,
 ) -> str:
     """Run one hook call in this process, do its bookkeeping, and return its stdout text; never raises.
 
-    A notice for the user (memory degraded) is appended to `notices` when given.
+    A notice for the user (memory degraded) is appended to `notices` when given. With `emit`, the stdout
+    text is handed to it as soon as it is ready, before the store half of the run is done.
     """
     try:
-        reply = asyncio.run(handle(event, raw, started=started))
+        reply = asyncio.run(_answer(event, raw, started, emit))
         if reply.notice and notices is not None:
             notices.append(reply.notice)
     except BaseException as exc:
@@ -337,10 +382,13 @@ def _hook(event: str, stdin: IO[bytes], stdout: IO[str]) -> None:
     started = process_started()
     try:
         raw = hook_io.read_stdin_bounded(stdin)
-        output = answer(event, raw, started=started)
-        if output:
-            stdout.write(output)
-            stdout.flush()
+
+        def emit(output: str) -> None:
+            if output:
+                stdout.write(output)
+                stdout.flush()
+
+        answer(event, raw, started=started, emit=emit)
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             return

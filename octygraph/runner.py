@@ -9,18 +9,19 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 
 from octygraph.context import Context
-from octygraph.graph import build_graph
+from octygraph.graph import build_graph, replay_graph
 from octygraph.llm.usage import UsageTracker
 from octygraph.persistence import open_checkpointer
 from octygraph.settings import Settings
-from octygraph.state import InputState
+from octygraph.state import InputState, PipelineState
 from octygraph.store import MemoryStore
 from octygraph.traces import load_trace, new_trace_id, to_jsonable, write_trace
 
@@ -127,6 +128,24 @@ def result_json(
     }
 
 
+STORE_GRACE_S = 30.0
+"""After the answer, the store half may take this much longer than the prompt's deadline (a backstop: its
+LLM calls keep to the deadline and fall back to the deterministic store)."""
+
+OnAnswer = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def _merge(into: dict[str, Any], delta: dict[str, Any]) -> None:
+    """Fold one node's update into the run's values as the state's reducers would."""
+    for key, value in delta.items():
+        if isinstance(value, list) and isinstance(into.get(key), list):
+            into[key] = [*into[key], *value]
+        elif isinstance(value, dict) and isinstance(into.get(key), dict):
+            into[key] = {**into[key], **value}
+        else:
+            into[key] = value
+
+
 async def run_prompt(
     prompt: str,
     settings: Settings,
@@ -134,8 +153,13 @@ async def run_prompt(
     options: RunOptions | None = None,
     *,
     context: Context | None = None,
+    on_answer: OnAnswer | None = None,
 ) -> dict[str, Any]:
-    """Run the whole pipeline on one prompt; returns the `run --json` object (and writes the trace)."""
+    """Run the whole pipeline on one prompt; returns the `run --json` object (and writes the trace).
+
+    With `on_answer`, the answer (the same object, with the retrieve half's context and no `stored` yet)
+    is handed over as soon as the retrieve half is done; the store half then finishes before this returns.
+    """
     options = options or RunOptions()
     started = time.perf_counter()
     deadline = options.absolute_deadline(time.monotonic())
@@ -152,6 +176,7 @@ async def run_prompt(
     )
     if deadline is not None and (ctx.deadline is None or deadline < ctx.deadline):
         ctx.deadline = deadline
+    ctx.begin_run(trace_id)
     config: RunnableConfig = {
         "configurable": {"thread_id": trace_id},
         "run_name": "octygraph",
@@ -161,34 +186,62 @@ async def run_prompt(
     embedder = store.embedder
     tokens_before = getattr(embedder, "tokens_embedded", 0)
     inputs: InputState = {"prompt": prompt}
+    seen: dict[str, Any] = {}  # the parent's updates so far
+    # The latest assembled / curated text, from inside the retrieve half (for a run cut short).
     partial: dict[str, Any] = {}
-    timed_out = False
+    timed_out = answered = False
     async with open_checkpointer(settings.paths.checkpoints) as saver:
         graph = with_checkpointer(saver)
         try:
             # The backstop: nodes keep to the deadline themselves and finish with what they have.
-            async with asyncio.timeout(ctx.remaining()):
-                async for update in graph.astream(
-                    inputs, config, context=ctx, durability="async", stream_mode="updates"
+            async with asyncio.timeout(ctx.remaining()) as scope:
+                async for namespace, update in graph.astream(
+                    inputs,
+                    config,
+                    context=ctx,
+                    durability="async",
+                    stream_mode="updates",
+                    subgraphs=True,
                 ):
-                    for delta in update.values():
-                        if isinstance(delta, dict):
-                            partial.update(
-                                {k: delta[k] for k in ("assembled", "context") if k in delta}
+                    for node, delta in update.items():
+                        if not isinstance(delta, dict):
+                            continue
+                        partial.update(
+                            {k: delta[k] for k in ("assembled", "context") if k in delta}
+                        )
+                        if namespace:
+                            continue
+                        _merge(seen, delta)
+                        if node == "retrieve" and on_answer is not None and not answered:
+                            answered = True
+                            if ctx.deadline is not None:  # the store half is off the critical path
+                                scope.reschedule(ctx.deadline + STORE_GRACE_S)
+                            early = {**seen, "timings_ms": _total(seen, started)}
+                            await on_answer(
+                                result_json(
+                                    trace_id,
+                                    early,
+                                    _mode(ctx, settings, early.get("layers") or {}),
+                                    {},
+                                )
                             )
         except TimeoutError:
             timed_out = True
-        values = dict((await graph.aget_state(config)).values)
+        values = {**seen, **dict((await graph.aget_state(config)).values)}
     if timed_out:
         # Whatever the finished stages produced still goes out: curated if it got that far, else assembled.
-        values["context"] = partial.get("context") or partial.get("assembled") or ""
+        values["context"] = (
+            values.get("context") or partial.get("context") or partial.get("assembled") or ""
+        )
         values["notes"] = [
             *(values.get("notes") or []),
             "run: stopped at the deadline; used what was ready",
         ]
-    timings = dict(values.get("timings_ms") or {})
-    timings["total"] = round((time.perf_counter() - started) * 1000, 2)
-    values["timings_ms"] = timings
+    if on_answer is not None and not answered:  # cut before the retrieve half was done
+        await on_answer(
+            result_json(trace_id, values, _mode(ctx, settings, values.get("layers") or {}), {})
+        )
+    values["timings_ms"] = _total(values, started)
     if ctx.usage is not None:
         embedded = getattr(embedder, "tokens_embedded", 0) - tokens_before
         if embedded > 0:
@@ -228,36 +281,48 @@ async def run_prompt(
     return result
 
 
+def _total(values: dict[str, Any], started: float) -> dict[str, float]:
+    timings = dict(values.get("timings_ms") or {})
+    timings["total"] = round((time.perf_counter() - started) * 1000, 2)
+    return timings
+
+
 async def replay(
     trace_id: str, settings: Settings, store: MemoryStore, *, offline: bool = True
 ) -> dict[str, Any]:
-    """Re-run assembly and curation from the run's stored checkpoint (nothing is written to memory).
+    """Re-run assembly and curation on the run's checkpointed state (nothing is written to memory).
 
-    Returns the replayed context beside the original one.
+    The retrieval results (the retrieve loop's and the safety nets') are in the run's last checkpoint;
+    assembly and curation run again on them. Returns the replayed context beside the original one.
     """
     trace = load_trace(settings.paths.debug_dir, trace_id)
     thread_id = trace["trace_id"]
     ctx = make_context(settings, store, offline=offline, read_only=True)
     async with open_checkpointer(settings.paths.checkpoints) as saver:
         graph = with_checkpointer(saver)
-        base: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-        history = [s async for s in graph.aget_state_history(base)]
-        # Oldest checkpoint that is about to run `assemble`: retrieval results are in it, assembly is not.
-        start = next((s for s in reversed(history) if "assemble" in s.next), None)
-        if start is None:
-            from octygraph.traces import TraceNotFound
+        latest = await graph.aget_state({"configurable": {"thread_id": thread_id}})
+    values = dict(latest.values or {})
+    if "retrieved" not in values and "classification" not in values:
+        from octygraph.traces import TraceNotFound
 
-            raise TraceNotFound(
-                f"No stored checkpoint for trace {thread_id}; it cannot be replayed."
-            )
-        await graph.ainvoke(None, start.config, context=ctx)
-        latest = await graph.aget_state(base)
+        raise TraceNotFound(f"No stored checkpoint for trace {thread_id}; it cannot be replayed.")
+    # What the run itself wrote was left out of its context: leave it out again.
+    ctx.begin_run(thread_id)
+    ctx.note_written(
+        [r["id"] for r in values.get("stored") or []] + list(values.get("superseded") or [])
+    )
+    inputs = {
+        k: values[k] for k in ("prompt", "classification", "plan", "retrieved") if k in values
+    }
+    replayed: dict[str, Any] = await replay_graph().ainvoke(
+        cast(PipelineState, inputs), context=ctx
+    )
     return {
         "trace_id": thread_id,
-        "from_checkpoint": start.config["configurable"].get("checkpoint_id"),
+        "from_checkpoint": (latest.config or {}).get("configurable", {}).get("checkpoint_id"),
         "original_context": trace.get("context", ""),
-        "context": latest.values.get("context", ""),
-        "same": latest.values.get("context", "") == trace.get("context", ""),
+        "context": replayed.get("context", ""),
+        "same": replayed.get("context", "") == trace.get("context", ""),
     }
 
 

@@ -423,3 +423,69 @@ def test_server_errors_on_every_call_keep_the_memory_and_report_offline(
     assert "Peter handles the Anderson account" in result["context"]
     assert any("HTTP 500" in note for note in trace_of(result)["notes"])
     assert elapsed < 12
+
+
+def test_the_answer_does_not_wait_for_the_store_half(
+    home: Path, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from octygraph.tools import writes
+
+    store.add_node("fact", "Peter handles the Anderson account")
+    real = writes.store_memory
+
+    def slow_write(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(2)  # a slow store half: the answer must not wait for it
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(writes, "store_memory", slow_write)
+    told = "Lisa handles the Zephyr account. Who handles Anderson?"
+    brain = Brain(
+        classify=Classification(
+            entities=[EntityMention(name="Anderson", kind="account")],
+            operations=Operations(retrieve=True, store=True),
+        ),
+        plan=RetrievalPlan(complexity="SIMPLE_FACT", steps=[]),
+        filter=StorageDecision(
+            store=True,
+            items=[StorageItem(type="fact", content="Lisa handles the Zephyr account")],
+        ),
+        instructions=InstructionList(),
+        retrieve=tool_calls_message(("done", {})),
+        store=lambda m: (
+            tool_calls_message(
+                ("store_memory", {"type": "fact", "content": "Lisa handles the Zephyr account"})
+            )
+            if _last_tool(m) is None
+            else tool_calls_message(("done", {"stored_count": 1}))
+        ),
+        curate=curate_copy,
+    )
+    settings = Settings.from_env()
+    ctx = Context(
+        project=settings.project_id,
+        store=store,
+        settings=settings,
+        l1_model=scripted(brain),
+        l2_model=scripted(brain),
+        usage=UsageTracker(),
+    )
+    answers: list[tuple[float, dict[str, Any]]] = []
+
+    async def go() -> tuple[float, dict[str, Any]]:
+        started = time.monotonic()
+
+        async def on_answer(early: dict[str, Any]) -> None:
+            answers.append((time.monotonic() - started, early))
+
+        result = await run_prompt(
+            told, settings, store, RunOptions(), context=ctx, on_answer=on_answer
+        )
+        return time.monotonic() - started, result
+
+    total, result = asyncio.run(go())
+    [(answered_after, early)] = answers
+    assert "Peter handles the Anderson account" in early["context"]
+    assert early["stored"] == []  # the store half was still at work
+    assert answered_after < 1.5 < 2 <= total, (answered_after, total)
+    assert [s["content"] for s in result["stored"]] == ["Lisa handles the Zephyr account"]
+    assert result["context"] == early["context"]

@@ -108,6 +108,7 @@ def _force_store(
                     scope=item.scope,
                 )
             stored.extend(result.records)
+            ctx.note_written([r["id"] for r in result.records] + ([old_id] if old_id else []))
             calls.append(
                 {
                     "loop": "force_store",
@@ -181,7 +182,7 @@ async def reconcile(state: PipelineState, runtime: Runtime[Context]) -> dict[str
     if ctx.read_only or not new_instructions:
         return {}
     store = ctx.memory()
-    run_ids = {r["id"] for r in state.get("stored") or []}
+    run_ids = set(ctx.written()) | {r["id"] for r in state.get("stored") or []}
     superseded: list[str] = []
     flags: list[Record] = []
     for record in new_instructions:

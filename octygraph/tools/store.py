@@ -87,6 +87,7 @@ def store_memory(
         scope=scope,
         related_ids=related_ids or [],
     )
+    ctx.note_written([r["id"] for r in result.records])
     return result.text, result.records
 
 
@@ -108,6 +109,7 @@ def supersede_memory(old_id: str, new_content: str, runtime: ToolRuntime[Context
         grounding_text=_grounding(runtime),
         source=ctx.source,
     )
+    ctx.note_written([old_id, *(r["id"] for r in result.records)])
     return result.text, result.records
 
 
