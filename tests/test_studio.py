@@ -167,7 +167,7 @@ def test_langgraph_dev_runs_the_graph_offline(dev_server: str) -> None:
     assert schemas["input_schema"]["properties"] == {
         "prompt": {"title": "Prompt", "type": "string"}
     }
-    graph = client.assistants.get_graph(assistant["assistant_id"], xray=True)
+    graph = client.assistants.get_graph(assistant["assistant_id"], xray=1)
     # The halves are subgraphs, drawn expanded: their nodes are `retrieve:assemble` and so on.
     drawn = {str(n["id"]).rsplit(":", 1)[-1] for n in graph["nodes"]}
     assert {"classify", "plan", "retrieve_loop", "store_loop", "assemble", "curate"} <= drawn
