@@ -24,7 +24,7 @@ _OPEN_LOCK = threading.Lock()
 _GAZETTEERS: dict[str, tuple[Any, Any]] = {}
 
 
-TAIL_RESERVE_S = 1.0
+TAIL_RESERVE_S = 1.5
 """Seconds kept back from the LLM stages before retrieval's end: the deterministic nets and assembly
 still run after them, so the deadline always finds a context ready."""
 

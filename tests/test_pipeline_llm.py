@@ -134,8 +134,9 @@ def test_retrieve_path_with_tools_and_curation(home: Path, store: MemoryStore) -
     store.add_node("fact", "The office coffee machine is broken")
     brain = Brain(
         classify=ASK,
+        # Not a simple lookup: the agent is asked even though the plan's searches found something.
         plan=RetrievalPlan(
-            complexity="ENTITY_LOOKUP",
+            complexity="MULTI_PART",
             steps=[SearchStep(tool="search_entity", args={"name": "Anderson"})],
         ),
         filter=StorageDecision(store=False),
@@ -489,3 +490,23 @@ def test_the_answer_does_not_wait_for_the_store_half(
     assert answered_after < 1.5 < 2 <= total, (answered_after, total)
     assert [s["content"] for s in result["stored"]] == ["Lisa handles the Zephyr account"]
     assert result["context"] == early["context"]
+
+
+def test_simple_lookup_found_by_the_plan_skips_the_agent(home: Path, store: MemoryStore) -> None:
+    anderson = store.add_node("entity", "Anderson", subtype="account")
+    store.add_node("fact", "Peter handles the Anderson account", entity_ids=[anderson.id])
+    brain = Brain(
+        classify=ASK,
+        plan=RetrievalPlan(
+            complexity="ENTITY_LOOKUP",
+            steps=[SearchStep(tool="search_entity", args={"name": "Anderson"})],
+        ),
+        filter=StorageDecision(store=False),
+        instructions=InstructionList(),
+        curate=curate_copy,  # no `retrieve` answer: asking the agent would fail the test
+    )
+    result = run(store, "Who handles Anderson?", scripted(brain))
+    assert "Peter handles the Anderson account" in result["context"]
+    assert "retrieve" not in brain.seen
+    assert result["layers"]["retrieve_loop"]["mode"] == "skipped"
+    assert result["layers"]["classify"] == {"mode": "model"}

@@ -283,8 +283,9 @@ def _brain(messages: list[BaseMessage]) -> Any:
             operations=Operations(retrieve=True, store=False),
         )
     if is_(prompts.PLAN_SYSTEM):
+        # Not a simple lookup, so the retrieve agent (a named subgraph) runs too.
         return RetrievalPlan(
-            complexity="SIMPLE_FACT",
+            complexity="MULTI_PART",
             steps=[SearchStep(tool="search_facts", args={"query": "billing owner"})],
         )
     if is_(prompts.FILTER_SYSTEM):

@@ -263,6 +263,15 @@ async def retrieve_loop(
             "notes": notes,
             "layers": {"retrieve_loop": layer("offline", NO_MODEL)},
         }
+    if plan.complexity in ENOUGH_FOR and any(r.get("type") != "entity" for r in records):
+        # A simple question whose plan found memories: the agent would only call `done`, one LLM call
+        # on the prompt's critical path for nothing. Curation still judges what was found.
+        return {
+            "retrieved": records,
+            "tool_calls": calls,
+            "notes": notes,
+            "layers": {"retrieve_loop": layer("skipped", "the plan's searches found enough")},
+        }
     task = prompts.RETRIEVE_TASK.format(
         prompt=state.get("prompt", ""),
         complexity=plan.complexity,
@@ -300,6 +309,8 @@ async def retrieve_loop(
 
 
 FOUND_LINES = 12
+ENOUGH_FOR = ("SIMPLE_FACT", "ENTITY_LOOKUP")
+"""Plans whose found memories are enough: the retrieve agent is not asked (see `retrieve_loop`)."""
 
 
 def _found_lines(records: list[Record]) -> str:
