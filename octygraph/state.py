@@ -100,8 +100,10 @@ class RetrieveOutput(TypedDict, total=False):
 
 
 class StoreOutput(TypedDict, total=False):
-    """What the store half hands back to the parent."""
+    """What the store half hands back to the parent (with the model's refined storage judgement)."""
 
+    storage: StorageDecision
+    instructions: list[ExtractedInstruction]
     stored: Annotated[list[Record], operator.add]
     superseded: Annotated[list[str], operator.add]
     flags: Annotated[list[Record], operator.add]

@@ -26,6 +26,7 @@ from octygraph import prompts
 from octygraph.context import TAIL_RESERVE_S, Context
 from octygraph.models import Classification, RetrievalPlan, StorageDecision
 from octygraph.nodes._common import NO_MODEL, Layer, answered, layer, short_reason, timed
+from octygraph.nodes.plan import refine_storage
 from octygraph.state import PipelineState, Record
 from octygraph.store import StoreError
 from octygraph.tools import ops
@@ -340,8 +341,21 @@ async def store_loop(
     ctx = runtime.context
     storage = state.get("storage") or StorageDecision(store=False)
     instructions = state.get("instructions") or []
-    if ctx.read_only or ctx.l2_model is None or not (storage.items or instructions):
+    classification = state.get("classification") or Classification()
+    if ctx.read_only or ctx.l2_model is None or not classification.operations.store:
         return {}
+    # What to store is judged here, after the answer, not before it (see `plan`).
+    storage, instructions, refined_notes, refined = await refine_storage(
+        ctx, state.get("prompt", ""), classification, storage, list(instructions)
+    )
+    told: dict[str, Any] = {
+        "storage": storage,
+        "instructions": instructions,
+        "notes": refined_notes,
+        "layers": {"refine_storage": refined},
+    }
+    if not (storage.items or instructions):
+        return told
     task = prompts.STORE_TASK.format(
         prompt=state.get("prompt", ""),
         items="\n".join(f"- {i.model_dump_json()}" for i in storage.items) or "(none)",
@@ -360,14 +374,16 @@ async def store_loop(
     except Exception as exc:
         reason = short_reason(f"{type(exc).__name__}: {exc}")
         return {
-            "notes": [f"store_loop: LLM failed ({reason}); force_store takes over"],
-            "layers": {"store_loop": layer("offline", reason)},
+            **told,
+            "notes": [*refined_notes, f"store_loop: LLM failed ({reason}); force_store takes over"],
+            "layers": {"refine_storage": refined, "store_loop": layer("offline", reason)},
         }
     stored, superseded = _stored_from(agent.records)
     return {
+        **told,
         "stored": stored,
         "superseded": superseded,
         "tool_calls": agent.calls,
-        "notes": agent.notes,
-        "layers": {"store_loop": agent.layer},
+        "notes": [*refined_notes, *agent.notes],
+        "layers": {"refine_storage": refined, "store_loop": agent.layer},
     }
