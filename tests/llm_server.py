@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -49,6 +50,10 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # names in lower case
     body: Body
+    received_at: float = 0.0
+    """`time.monotonic()` when the request arrived."""
+    answered_at: float = 0.0
+    """`time.monotonic()` when the answer was sent (0 when none was)."""
 
 
 _ids = itertools.count(1)
@@ -224,7 +229,11 @@ class ScriptedServer:
                 except json.JSONDecodeError:
                     body = {"_raw": raw.decode(errors="replace")}
                 record = RecordedRequest(
-                    "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body
+                    "POST",
+                    self.path,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    body,
+                    received_at=time.monotonic(),
                 )
                 with server._lock:
                     server.requests.append(record)
@@ -245,6 +254,7 @@ class ScriptedServer:
                     self.send_header(name.replace("_", "-"), value)
                 self.end_headers()
                 self.wfile.write(data)
+                record.answered_at = time.monotonic()
 
         return Handler
 
