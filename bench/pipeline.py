@@ -10,6 +10,13 @@ Scripted LLM path: the same prompts with a scripted chat model that answers like
 answers L1/L1.5 with what the deterministic path would say, follows the plan one tool per turn, stores the
 filtered items, copies every record in curation). Token counts are the fake model's estimates (4 characters
 per token), so they show the shape of the cost, not a provider's bill.
+
+Loopback model (`--loopback-only` runs just this): the same well-behaved answers served over HTTP by the
+loopback OpenAI-compatible server of the tests, each after 0.7 s, to the real client and the prompt hook's
+own code path (`hooks.handle`, as the resident service runs it, store already open). Prints, per prompt,
+the sequential LLM calls on the critical path (the longest chain of calls, each sent after the previous
+one answered, before the hook had its answer), the hook's answer time (p50), and what the store half did
+after the reply (calls and seconds).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
 import os
 import statistics
 import subprocess
@@ -30,7 +38,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage  # noqa: E402
+from langchain_core.messages import (  # noqa: E402
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from pydantic import BaseModel  # noqa: E402
 
 from octygraph import heuristics, prompts  # noqa: E402
 from octygraph.context import Context  # noqa: E402
@@ -85,6 +100,9 @@ class ScriptedBrain:
         if starts(prompts.INSTRUCTIONS_SYSTEM):
             return InstructionList(instructions=self.instructions)
         if starts(prompts.RETRIEVE_SYSTEM):
+            task = str(messages[1].content) if len(messages) > 1 else ""
+            if "Already found by the plan's searches:" in task and "(nothing yet)" not in task:
+                return tool_calls_message(("done", {}))  # the plan's results are enough
             done = sum(isinstance(m, ToolMessage) for m in messages)
             steps = [
                 s
@@ -158,6 +176,139 @@ async def run_all(
     return timings, usages
 
 
+LOOPBACK_DELAY_S = 0.7
+
+
+def _as_messages(body: dict[str, Any]) -> list[BaseMessage]:
+    """The request's messages as LangChain messages, enough for `ScriptedBrain` to tell them apart."""
+    out: list[BaseMessage] = []
+    for i, m in enumerate(body.get("messages") or []):
+        content = m.get("content") or ""
+        if m.get("role") == "system":
+            out.append(SystemMessage(content))
+        elif m.get("role") == "tool":
+            out.append(ToolMessage(content, tool_call_id=m.get("tool_call_id") or str(i)))
+        else:
+            out.append(HumanMessage(content))
+    return out
+
+
+def _as_reply(answer: Any) -> Any:
+    from tests.llm_server import text_reply, tool_reply
+
+    if isinstance(answer, BaseModel):
+        return tool_reply((type(answer).__name__, answer.model_dump(mode="json")))
+    if isinstance(answer, dict):
+        return tool_reply(("ReconcileJudgement", answer))
+    if isinstance(answer, AIMessage) and answer.tool_calls:
+        return tool_reply(*[(c["name"], c["args"]) for c in answer.tool_calls])
+    return text_reply(str(answer.content if isinstance(answer, AIMessage) else answer))
+
+
+def critical_chain(requests: list[Any], until: float) -> int:
+    """The longest chain of calls sent before `until`, each sent after the previous one answered."""
+    calls = sorted(
+        (r for r in requests if r.received_at < until and r.answered_at),
+        key=lambda r: r.received_at,
+    )
+    depth: list[int] = []
+    for i, call in enumerate(calls):
+        before = [depth[j] for j in range(i) if calls[j].answered_at <= call.received_at]
+        depth.append(1 + max(before, default=0))
+    return max(depth, default=0)
+
+
+async def loopback_runs(db: Path, repeat: int) -> list[dict[str, Any]]:
+    """Each prompt through `hooks.handle` against the loopback model; what the hook and the store did."""
+    from contextlib import asynccontextmanager
+
+    from octygraph import hooks
+    from octygraph.llm.resilient import CIRCUIT
+    from tests.llm_server import Reply, openai_server
+
+    rows: list[dict[str, Any]] = []
+    with MemoryStore.open(db, local_embeddings()) as store:
+
+        @asynccontextmanager
+        async def lease(settings: Settings) -> Any:
+            yield store  # the service's pool: the store is open already
+
+        current: dict[str, ScriptedBrain] = {}
+
+        def route(body: dict[str, Any]) -> Reply:
+            reply = _as_reply(current["brain"](_as_messages(body)))
+            reply.delay_s = LOOPBACK_DELAY_S
+            return reply
+
+        with openai_server(itertools.repeat(route)) as server:
+            os.environ.update(
+                {"OCTY_LLM_BASE_URL": server.base_url, "OCTY_LLM_API_KEY": "bench", "PATH": ""}
+            )
+            for n in range(repeat):
+                for i, prompt in enumerate(PROMPTS):
+                    CIRCUIT.reset()
+                    current["brain"] = ScriptedBrain(prompt, store.entity_names())
+                    server.requests.clear()
+                    payload = {
+                        "session_id": f"bench-{n}-{i}",
+                        "cwd": str(Path.cwd()),
+                        "hook_event_name": "UserPromptSubmit",
+                        "prompt": prompt,
+                    }
+                    started = time.monotonic()
+                    reply = await hooks.handle(
+                        "prompt", json.dumps(payload).encode(), stores=lease, started=started
+                    )
+                    answered = time.monotonic()
+                    settle = getattr(reply, "settle", None)
+                    if settle is not None:
+                        await settle()
+                    finished = time.monotonic()
+                    after = [r for r in server.requests if r.received_at >= answered]
+                    rows.append(
+                        {
+                            "prompt": prompt,
+                            "answer_s": answered - started,
+                            "chain": critical_chain(server.requests, answered),
+                            "calls": len(server.requests),
+                            "after_calls": len(after),
+                            "after_s": finished - answered,
+                            "injected": float(bool(reply.stdout)),
+                        }
+                    )
+    return rows
+
+
+def print_loopback(rows: list[dict[str, Any]]) -> None:
+    answers = sorted(r["answer_s"] for r in rows)
+    print(
+        f"\nLoopback model, {LOOPBACK_DELAY_S} s per call: prompt hook (hooks.handle, warm) over "
+        f"{len(rows)} runs"
+    )
+    print(
+        f"{'sequential LLM calls on the critical path (median)':<58}{median([r['chain'] for r in rows]):>8.1f}"
+    )
+    print(f"{'  max':<58}{max(r['chain'] for r in rows):>8.0f}")
+    print(f"{'prompt hook answer p50 (s)':<58}{median(answers):>8.2f}")
+    print(f"{'prompt hook answer p90 (s)':<58}{answers[int(0.9 * (len(answers) - 1))]:>8.2f}")
+    print(f"{'LLM calls per prompt (median)':<58}{median([r['calls'] for r in rows]):>8.1f}")
+    print(
+        f"{'  of them after the reply (store half, median)':<58}{median([r['after_calls'] for r in rows]):>8.1f}"
+    )
+    print(
+        f"{'store half: seconds after the reply (median)':<58}{median([r['after_s'] for r in rows]):>8.2f}"
+    )
+    print(f"{'prompts with context injected':<58}{sum(r['injected'] for r in rows):>8.0f}")
+    print(f"\n{'prompt':<52}{'chain':>6}{'answer s':>10}{'calls':>7}{'after':>7}{'after s':>9}")
+    for prompt in PROMPTS:
+        mine = [r for r in rows if r["prompt"] == prompt]
+        print(
+            f"{prompt[:50]:<52}{median([r['chain'] for r in mine]):>6.0f}"
+            f"{median([r['answer_s'] for r in mine]):>10.2f}{median([r['calls'] for r in mine]):>7.0f}"
+            f"{median([r['after_calls'] for r in mine]):>7.0f}{median([r['after_s'] for r in mine]):>9.2f}"
+        )
+
+
 def cold_cli(home: Path, db: Path) -> float:
     env = {**os.environ, "OCTYBOT_HOME": str(home), "DB_PATH": str(db)}
     started = time.perf_counter()
@@ -185,6 +336,9 @@ def main() -> None:
         "--large-size", type=int, default=20_000, help="items in the noisy-large profile"
     )
     parser.add_argument("--repeat", type=int, default=3, help="passes over the prompt set")
+    parser.add_argument(
+        "--loopback-only", action="store_true", help="only the loopback-model section"
+    )
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="octy-bench-"))
@@ -192,6 +346,11 @@ def main() -> None:
     os.environ["OCTYBOT_PROJECT"] = "bench"
     settings = Settings.from_env()
     embedder = local_embeddings()
+    if args.loopback_only:
+        path = work / "loopback.db"
+        build_database(path, builtin_graph("small-baseline"), embedder)
+        print_loopback(asyncio.run(loopback_runs(path, args.repeat)))
+        return
     dbs = {}
     for name, size in (("small-baseline", 0), ("noisy-large", args.large_size)):
         started = time.perf_counter()
@@ -232,6 +391,11 @@ def main() -> None:
             f"{layer:<16}{statistics.mean(calls):>14.1f}{statistics.mean(tin):>15.0f}{statistics.mean(tout):>16.0f}"
         )
     print(f"median total ms with the scripted model: {median(timings['total']):.1f}")
+
+    copy = work / "run-loopback.db"
+    with MemoryStore.open(dbs["small-baseline"], embedder) as src:
+        src.backup_to(copy)
+    print_loopback(asyncio.run(loopback_runs(copy, args.repeat)))
 
 
 if __name__ == "__main__":

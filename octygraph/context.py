@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -22,6 +23,10 @@ from octygraph.store import GraphStore
 _OPEN_LOCK = threading.Lock()
 _GAZETTEERS: dict[str, tuple[Any, Any]] = {}
 
+
+TAIL_RESERVE_S = 1.5
+"""Seconds kept back from the LLM stages before retrieval's end: the deterministic nets and assembly
+still run after them, so the deadline always finds a context ready."""
 
 CLI_SESSION = "cli"
 """The session id of `octygraph run`: it names what the CLI stored, but one-shot runs are not a
@@ -61,7 +66,13 @@ class Context:
     injection: str | None = None
     """Why the message, judged whole and before redaction, is an injection attempt; then nothing from
     it is stored."""
+    deadline: float | None = None
+    """`time.monotonic()` by which the run must have its answer (the hook's budget); None = no limit.
+    Every LLM call, retry wait and loop is bounded by the time left (see `llm_config`)."""
+    run_id: str | None = None
+    """The run's id (its trace id): names what this run wrote, so its own retrieval can leave it out."""
     _gazetteer: Any = field(default=None, init=False, repr=False, compare=False)
+    _written: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     def memory(self) -> GraphStore:
         """The memory store, opened on first use when none was given."""
@@ -88,6 +99,23 @@ class Context:
                 _GAZETTEERS[key[0]] = (key, self._gazetteer)
         return self._gazetteer
 
+    def begin_run(self, run_id: str) -> None:
+        """Name the run; a context used again starts with an empty ledger of what was written."""
+        with _OPEN_LOCK:
+            if self.run_id != run_id:
+                self.run_id = run_id
+                self._written.clear()
+
+    def note_written(self, ids: list[str]) -> None:
+        """Record memories this run stored or superseded (the store half, while the retrieve half runs)."""
+        with _OPEN_LOCK:
+            self._written.update(i for i in ids if i)
+
+    def written(self) -> frozenset[str]:
+        """What this run stored or superseded so far: the user's own message, not worth echoing back."""
+        with _OPEN_LOCK:
+            return frozenset(self._written)
+
     def session_log(self) -> SessionLog | None:
         """What this Claude Code session has already seen; None outside a session."""
         if not self.session_id or self.session_id == CLI_SESSION:
@@ -110,9 +138,21 @@ class Context:
     def offline(self) -> bool:
         return self.l1_model is None and self.l2_model is None
 
-    def llm_config(self, layer: str) -> RunnableConfig:
-        """Config for one LLM call inside a node: nested under the node's run, tokens counted for `layer`."""
-        return merge_configs(ensure_config(), {"callbacks": self.callbacks(layer)})
+    def remaining(self, reserve_s: float = 0.0) -> float | None:
+        """Seconds left before the deadline minus `reserve_s` (never negative); None without a deadline."""
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - reserve_s - time.monotonic())
+
+    def llm_config(self, layer: str, *, reserve_s: float = TAIL_RESERVE_S) -> RunnableConfig:
+        """Config for one LLM call inside a node: nested under the node's run, tokens counted for `layer`,
+        and bounded by the deadline less `reserve_s` (the deterministic work still to come after it)."""
+        extra: RunnableConfig = {"callbacks": self.callbacks(layer)}
+        if self.deadline is not None:
+            from octygraph.llm.deadline import DEADLINE_KEY
+
+            extra["metadata"] = {DEADLINE_KEY: self.deadline - reserve_s}
+        return merge_configs(ensure_config(), extra)
 
     def callbacks(self, layer: str) -> list[Any]:
         """LangChain callbacks that count tokens and cost for one layer."""

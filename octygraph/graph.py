@@ -1,14 +1,19 @@
 """The memory pipeline as one LangGraph state machine. All wiring is here.
 
-    classify -> plan -+-> retrieve_loop -> safety_nets -> assemble -> curate -> END
-                      +-> store_loop -> force_store -> reconcile ------------> END
+    classify -> plan -+-> retrieve: [retrieve_loop -> safety_nets -> assemble -> curate] -> END
+                      +-> store:    [store_loop -> force_store -> reconcile] ------------> END
 
-`retrieve_loop` and `store_loop` run in the same superstep; the run ends when both branches are done.
+Each half is a compiled subgraph, one node of the parent graph: the parent's superstep barrier falls
+around the halves, not inside them, so retrieval never waits for storage. The runner answers as soon
+as `retrieve` has its context; `store` finishes after the reply, checkpointed under its own namespace.
 """
 
 from __future__ import annotations
 
+import functools
+
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 
 from octygraph.context import Context
 from octygraph.nodes.assemble import assemble
@@ -18,19 +23,55 @@ from octygraph.nodes.loops import retrieve_loop, store_loop
 from octygraph.nodes.plan import plan
 from octygraph.nodes.safety_nets import safety_nets
 from octygraph.nodes.storing import force_store, reconcile
-from octygraph.state import InputState, OutputState, PipelineState
-
-NODE_NAMES = (
-    "classify",
-    "plan",
-    "retrieve_loop",
-    "store_loop",
-    "safety_nets",
-    "assemble",
-    "curate",
-    "force_store",
-    "reconcile",
+from octygraph.state import (
+    HalfInput,
+    InputState,
+    OutputState,
+    PipelineState,
+    RetrieveOutput,
+    StoreOutput,
 )
+
+RETRIEVE_NODES = ("retrieve_loop", "safety_nets", "assemble", "curate")
+STORE_NODES = ("store_loop", "force_store", "reconcile")
+NODE_NAMES = ("classify", "plan", *RETRIEVE_NODES, *STORE_NODES)
+"""DESIGN.md's stages: the parent's nodes and the halves' inner nodes."""
+
+Half = CompiledStateGraph[PipelineState, Context, HalfInput, PipelineState]
+
+
+@functools.cache
+def retrieve_half() -> Half:
+    """retrieve_loop -> safety_nets -> assemble -> curate, as one subgraph."""
+    builder = StateGraph(
+        PipelineState, context_schema=Context, input_schema=HalfInput, output_schema=RetrieveOutput
+    )
+    builder.add_node("retrieve_loop", retrieve_loop)
+    builder.add_node("safety_nets", safety_nets)
+    builder.add_node("assemble", assemble)
+    builder.add_node("curate", curate)
+    builder.add_edge(START, "retrieve_loop")
+    builder.add_edge("retrieve_loop", "safety_nets")
+    builder.add_edge("safety_nets", "assemble")
+    builder.add_edge("assemble", "curate")
+    builder.add_edge("curate", END)
+    return builder.compile(name="retrieve")  # type: ignore[return-value]
+
+
+@functools.cache
+def store_half() -> Half:
+    """store_loop -> force_store -> reconcile, as one subgraph."""
+    builder = StateGraph(
+        PipelineState, context_schema=Context, input_schema=HalfInput, output_schema=StoreOutput
+    )
+    builder.add_node("store_loop", store_loop)
+    builder.add_node("force_store", force_store)
+    builder.add_node("reconcile", reconcile)
+    builder.add_edge(START, "store_loop")
+    builder.add_edge("store_loop", "force_store")
+    builder.add_edge("force_store", "reconcile")
+    builder.add_edge("reconcile", END)
+    return builder.compile(name="store")  # type: ignore[return-value]
 
 
 def build_graph() -> StateGraph[PipelineState, Context, InputState, OutputState]:
@@ -40,26 +81,26 @@ def build_graph() -> StateGraph[PipelineState, Context, InputState, OutputState]
     )
     builder.add_node("classify", classify)
     builder.add_node("plan", plan)
-    builder.add_node("retrieve_loop", retrieve_loop)
-    builder.add_node("store_loop", store_loop)
-    builder.add_node("safety_nets", safety_nets)
-    builder.add_node("assemble", assemble)
-    builder.add_node("curate", curate)
-    builder.add_node("force_store", force_store)
-    builder.add_node("reconcile", reconcile)
+    builder.add_node("retrieve", retrieve_half())
+    builder.add_node("store", store_half())
 
     builder.add_edge(START, "classify")
     builder.add_edge("classify", "plan")
-    # Fan out: both halves start in the same superstep.
-    builder.add_edge("plan", "retrieve_loop")
-    builder.add_edge("plan", "store_loop")
-    # Retrieve half.
-    builder.add_edge("retrieve_loop", "safety_nets")
-    builder.add_edge("safety_nets", "assemble")
+    # Fan out: both halves start in the same superstep, and neither waits for the other.
+    builder.add_edge("plan", "retrieve")
+    builder.add_edge("plan", "store")
+    builder.add_edge("retrieve", END)
+    builder.add_edge("store", END)
+    return builder
+
+
+@functools.cache
+def replay_graph() -> CompiledStateGraph[PipelineState, Context, PipelineState, PipelineState]:
+    """assemble -> curate alone: `trace replay` runs them again on a run's checkpointed retrieval."""
+    builder = StateGraph(PipelineState, context_schema=Context)
+    builder.add_node("assemble", assemble)
+    builder.add_node("curate", curate)
+    builder.add_edge(START, "assemble")
     builder.add_edge("assemble", "curate")
     builder.add_edge("curate", END)
-    # Store half.
-    builder.add_edge("store_loop", "force_store")
-    builder.add_edge("force_store", "reconcile")
-    builder.add_edge("reconcile", END)
-    return builder
+    return builder.compile(name="replay")

@@ -29,6 +29,7 @@ from octygraph.sessions import SessionLog
 from octygraph.settings import Settings
 
 if TYPE_CHECKING:
+    from octygraph.runner import OnAnswer
     from octygraph.store import AdminStore
 
 log = logging.getLogger("octygraph.hooks")
@@ -172,9 +173,10 @@ async def _run(
     session_id: str,
     *,
     store_only: bool,
-    budget: float,
+    deadline: float,
     stores: StoreLease,
     transcript_path: str = "",
+    on_answer: OnAnswer | None = None,
 ) -> dict[str, Any]:
     from octygraph.llm.errors import LLMConfigError
     from octygraph.runner import RunOptions, run_prompt
@@ -185,15 +187,15 @@ async def _run(
             transcript_path=transcript_path or None,
             source="claude" if store_only else "user",
             store_only=store_only,
-            deadline_s=budget,
+            deadline=deadline,
         )
         try:
-            return await run_prompt(prompt, settings, store, options)
+            return await run_prompt(prompt, settings, store, options, on_answer=on_answer)
         except LLMConfigError as exc:
             # A broken LLM set-up (e.g. an expired Wrangler login) must not cost the prompt its memory.
             log.warning("LLM not usable, thinking without it: %s", exc)
             options.offline = True
-            return await run_prompt(prompt, settings, store, options)
+            return await run_prompt(prompt, settings, store, options, on_answer=on_answer)
 
 
 @dataclass
@@ -204,6 +206,17 @@ class HookReply:
     after: Callable[[], None] | None = None
     notice: str = ""
     """One line for the user when memory is degraded (a bad setting, an unreadable database), else ""."""
+    rest: asyncio.Task[Any] | None = None
+    """The run's store half, still going when the answer was ready: await `settle()` after replying."""
+
+    async def settle(self) -> None:
+        """Wait for the store half (it writes the trace when done); never raises."""
+        if self.rest is None:
+            return
+        try:
+            await self.rest
+        except Exception as exc:
+            log.warning("storing after the answer failed: %s", exc)
 
     def finish(self) -> None:
         """Run the bookkeeping (manifest, dev log, usage report); never raises."""
@@ -250,26 +263,42 @@ async def handle(
             _configure_logging(settings)
             # The answer must reach the client before its budget (counted from the hook process's
             # start) runs out: the run stops early enough to leave room for writing its trace.
-            budget = settings.hook_budget_s - (time.monotonic() - started) - ANSWER_MARGIN_S
-            if budget <= MIN_RUN_S:
+            deadline = started + settings.hook_budget_s - ANSWER_MARGIN_S
+            if deadline - time.monotonic() <= MIN_RUN_S:
                 _record_failure(settings, event, "no time left in the hook budget", env)
                 return HookReply()
-            result = await _run(
-                settings,
-                prompt.prompt,
-                prompt.session_id,
-                store_only=False,
-                budget=budget,
-                stores=stores,
-                transcript_path=prompt.transcript_path,
+            # Answer first: the reply goes out when the retrieve half has its context; the store half
+            # goes on in `rest`, which the caller awaits after replying.
+            ready: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+
+            async def on_answer(early: dict[str, Any]) -> None:
+                if not ready.done():
+                    ready.set_result(early)
+
+            run = asyncio.create_task(
+                _run(
+                    settings,
+                    prompt.prompt,
+                    prompt.session_id,
+                    store_only=False,
+                    deadline=deadline,
+                    stores=stores,
+                    transcript_path=prompt.transcript_path,
+                    on_answer=on_answer,
+                )
             )
+            await asyncio.wait({run, ready}, return_when=asyncio.FIRST_COMPLETED)
+            early = ready.result() if ready.done() else run.result()
             output = hook_io.format_prompt_output(
-                result.get("context") or "",
+                early.get("context") or "",
                 max_chars=min(9000, settings.context_budget_chars + 500),
             )
-            return HookReply(
-                output, functools.partial(_after_run, settings, "prompt", prompt.session_id, result)
-            )
+            session_id, ready_settings = prompt.session_id, settings
+
+            def after() -> None:  # once the whole run is done: its final result has what it stored
+                _after_run(ready_settings, "prompt", session_id, run.result())
+
+            return HookReply(output, after, rest=None if run.done() else run)
         if event == "stop":
             stop = hook_io.parse_stop_payload(raw)
             if stop is None or not stop.last_assistant_message.strip():
@@ -281,7 +310,7 @@ async def handle(
                 stop.last_assistant_message,
                 stop.session_id,
                 store_only=True,
-                budget=settings.hook_budget_s * 4,
+                deadline=time.monotonic() + settings.hook_budget_s * 4,
                 stores=stores,
             )
             return HookReply(
@@ -310,15 +339,31 @@ async def handle(
         return HookReply(notice=degraded_notice(exc, settings))
 
 
+async def _answer(
+    event: str, raw: bytes, started: float | None, emit: Callable[[str], None] | None
+) -> HookReply:
+    reply = await handle(event, raw, started=started)
+    if emit is not None:
+        emit(reply.stdout)  # the prompt goes on now; the store half finishes below
+    await reply.settle()
+    return reply
+
+
 def answer(
-    event: str, raw: bytes, *, started: float | None = None, notices: list[str] | None = None
+    event: str,
+    raw: bytes,
+    *,
+    started: float | None = None,
+    notices: list[str] | None = None,
+    emit: Callable[[str], None] | None = None,
 ) -> str:
     """Run one hook call in this process, do its bookkeeping, and return its stdout text; never raises.
 
-    A notice for the user (memory degraded) is appended to `notices` when given.
+    A notice for the user (memory degraded) is appended to `notices` when given. With `emit`, the stdout
+    text is handed to it as soon as it is ready, before the store half of the run is done.
     """
     try:
-        reply = asyncio.run(handle(event, raw, started=started))
+        reply = asyncio.run(_answer(event, raw, started, emit))
         if reply.notice and notices is not None:
             notices.append(reply.notice)
     except BaseException as exc:
@@ -330,14 +375,32 @@ def answer(
     return reply.stdout
 
 
+def process_started() -> float:
+    """`time.monotonic()` when this process started: the hook's budget counts interpreter start and imports.
+
+    Read from the kernel where it says (Linux); elsewhere, now.
+    """
+    now = time.monotonic()
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, after the command name
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    return now - min(max(age, 0.0), 60.0)
+
+
 def _hook(event: str, stdin: IO[bytes], stdout: IO[str]) -> None:
-    started = time.monotonic()
+    started = process_started()
     try:
         raw = hook_io.read_stdin_bounded(stdin)
-        output = answer(event, raw, started=started)
-        if output:
-            stdout.write(output)
-            stdout.flush()
+
+        def emit(output: str) -> None:
+            if output:
+                stdout.write(output)
+                stdout.flush()
+
+        answer(event, raw, started=started, emit=emit)
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             return

@@ -87,15 +87,19 @@ instruction: "Run the linter and fix all warnings", "make sure the new endpoint 
 now; "always run the linter before pushing" is an instruction."""
 
 RETRIEVE_SYSTEM = """You search a long-term memory graph to give a coding assistant the context it needs \
-for the user's message. Follow the search plan, but after each tool result decide whether you already have \
-enough: for simple questions one or two calls are enough. Call `done` as soon as you have what is needed or \
+for the user's message. The search plan has already run and its results are listed: when they answer \
+the message, call `done` at once. Otherwise search further, and after each tool result decide whether you \
+already have enough: for simple questions one or two calls are enough. Call `done` as soon as you have what is needed or \
 more searching will not help. Never answer the user yourself; only search."""
 
 RETRIEVE_TASK = """User message:
 {prompt}
 
 Search plan ({complexity}): {plan}
-Entities mentioned: {entities}"""
+Entities mentioned: {entities}
+
+Already found by the plan's searches:
+{found}"""
 
 STORE_SYSTEM = """You store what the user told into a long-term memory graph.
 Steps: 1) search_entity for each mentioned entity to get its id; 2) store each item with store_memory, \

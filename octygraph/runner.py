@@ -9,20 +9,21 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 
 from octygraph.context import Context
-from octygraph.graph import build_graph
+from octygraph.graph import build_graph, replay_graph
 from octygraph.heuristics.intent import injection_reason
 from octygraph.heuristics.secrets import redact_secrets
 from octygraph.llm.usage import UsageTracker
 from octygraph.persistence import checkpointer_for
 from octygraph.settings import Settings
-from octygraph.state import InputState
+from octygraph.state import InputState, PipelineState
 from octygraph.store import GraphStore
 from octygraph.traces import load_trace, new_trace_id, to_jsonable, write_trace
 
@@ -49,7 +50,16 @@ class RunOptions:
     store_only: bool = False
     """The Stop hook: store what the assistant reported, retrieve nothing."""
     deadline_s: float | None = None
-    """Wall-clock budget for the whole run (hooks); None waits for the end."""
+    """Wall-clock budget for the whole run, counted from the call; None waits for the end."""
+    deadline: float | None = None
+    """`time.monotonic()` by which the run must answer (the hook's budget, counted from its start); the
+    sooner of this and `deadline_s` goes into `Context.deadline`."""
+
+    def absolute_deadline(self, now: float) -> float | None:
+        """The sooner of `deadline` and `now + deadline_s`, or None when neither is set."""
+        relative = None if self.deadline_s is None else now + self.deadline_s
+        known = [d for d in (self.deadline, relative) if d is not None]
+        return min(known) if known else None
 
 
 def make_context(
@@ -83,9 +93,12 @@ def make_context(
     )
 
 
-def _mode(ctx: Context, settings: Settings) -> str:
-    """The model that answered, or `offline`: a configured model that never answered did not run."""
+def _mode(ctx: Context, settings: Settings, layers: dict[str, dict[str, str]]) -> str:
+    """The model that answered, or `offline`: a configured model that never answered (or whose every
+    answer was unusable, so each layer took its deterministic path) did not run."""
     if ctx.offline:
+        return "offline"
+    if layers and not any(r.get("mode") in ("model", "fallback") for r in layers.values()):
         return "offline"
     if ctx.usage is not None:
         answered = [k for k in ctx.usage.to_dict() if k not in ("embeddings", "total")]
@@ -112,8 +125,27 @@ def result_json(
         "superseded": list(dict.fromkeys(values.get("superseded") or [])),
         "mode": mode,
         "timings_ms": dict(values.get("timings_ms") or {}),
+        "layers": dict(values.get("layers") or {}),
         "usage": usage,
     }
+
+
+STORE_GRACE_S = 30.0
+"""After the answer, the store half may take this much longer than the prompt's deadline (a backstop: its
+LLM calls keep to the deadline and fall back to the deterministic store)."""
+
+OnAnswer = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def _merge(into: dict[str, Any], delta: dict[str, Any]) -> None:
+    """Fold one node's update into the run's values as the state's reducers would."""
+    for key, value in delta.items():
+        if isinstance(value, list) and isinstance(into.get(key), list):
+            into[key] = [*into[key], *value]
+        elif isinstance(value, dict) and isinstance(into.get(key), dict):
+            into[key] = {**into[key], **value}
+        else:
+            into[key] = value
 
 
 async def run_prompt(
@@ -123,14 +155,20 @@ async def run_prompt(
     options: RunOptions | None = None,
     *,
     context: Context | None = None,
+    on_answer: OnAnswer | None = None,
 ) -> dict[str, Any]:
-    """Run the whole pipeline on one prompt; returns the `run --json` object (and writes the trace)."""
+    """Run the whole pipeline on one prompt; returns the `run --json` object (and writes the trace).
+
+    With `on_answer`, the answer (the same object, with the retrieve half's context and no `stored` yet)
+    is handed over as soon as the retrieve half is done; the store half then finishes before this returns.
+    """
     options = options or RunOptions()
     started = time.perf_counter()
     # Judged whole before redaction (which would hide an encoded payload), then secrets go before
     # anything is written: the graph state (so checkpoints), the LLM, the trace.
     injection = injection_reason(prompt)
     prompt = redact_secrets(prompt)[0]
+    deadline = options.absolute_deadline(time.monotonic())
     trace_id = new_trace_id()
     ctx = context or make_context(
         settings,
@@ -144,6 +182,9 @@ async def run_prompt(
     )
     if injection is not None:
         ctx.injection = injection
+    if deadline is not None and (ctx.deadline is None or deadline < ctx.deadline):
+        ctx.deadline = deadline
+    ctx.begin_run(trace_id)
     config: RunnableConfig = {
         "configurable": {"thread_id": trace_id},
         "run_name": "octygraph",
@@ -153,33 +194,62 @@ async def run_prompt(
     embedder = store.embedder
     tokens_before = getattr(embedder, "tokens_embedded", 0)
     inputs: InputState = {"prompt": prompt}
+    seen: dict[str, Any] = {}  # the parent's updates so far
+    # The latest assembled / curated text, from inside the retrieve half (for a run cut short).
     partial: dict[str, Any] = {}
-    timed_out = False
+    timed_out = answered = False
     async with checkpointer_for(settings) as saver:
         graph = with_checkpointer(saver)
         try:
-            async with asyncio.timeout(options.deadline_s):
-                async for update in graph.astream(
-                    inputs, config, context=ctx, durability="async", stream_mode="updates"
+            # The backstop: nodes keep to the deadline themselves and finish with what they have.
+            async with asyncio.timeout(ctx.remaining()) as scope:
+                async for namespace, update in graph.astream(
+                    inputs,
+                    config,
+                    context=ctx,
+                    durability="async",
+                    stream_mode="updates",
+                    subgraphs=True,
                 ):
-                    for delta in update.values():
-                        if isinstance(delta, dict):
-                            partial.update(
-                                {k: delta[k] for k in ("assembled", "context") if k in delta}
+                    for node, delta in update.items():
+                        if not isinstance(delta, dict):
+                            continue
+                        partial.update(
+                            {k: delta[k] for k in ("assembled", "context") if k in delta}
+                        )
+                        if namespace:
+                            continue
+                        _merge(seen, delta)
+                        if node == "retrieve" and on_answer is not None and not answered:
+                            answered = True
+                            if ctx.deadline is not None:  # the store half is off the critical path
+                                scope.reschedule(ctx.deadline + STORE_GRACE_S)
+                            early = {**seen, "timings_ms": _total(seen, started)}
+                            await on_answer(
+                                result_json(
+                                    trace_id,
+                                    early,
+                                    _mode(ctx, settings, early.get("layers") or {}),
+                                    {},
+                                )
                             )
         except TimeoutError:
             timed_out = True
-        values = dict((await graph.aget_state(config)).values)
+        values = {**seen, **dict((await graph.aget_state(config)).values)}
     if timed_out:
         # Whatever the finished stages produced still goes out: curated if it got that far, else assembled.
-        values["context"] = partial.get("context") or partial.get("assembled") or ""
+        values["context"] = (
+            values.get("context") or partial.get("context") or partial.get("assembled") or ""
+        )
         values["notes"] = [
             *(values.get("notes") or []),
-            f"run: stopped by the {options.deadline_s:g} s budget; used what was ready",
+            "run: stopped at the deadline; used what was ready",
         ]
-    timings = dict(values.get("timings_ms") or {})
-    timings["total"] = round((time.perf_counter() - started) * 1000, 2)
-    values["timings_ms"] = timings
+    if on_answer is not None and not answered:  # cut before the retrieve half was done
+        await on_answer(
+            result_json(trace_id, values, _mode(ctx, settings, values.get("layers") or {}), {})
+        )
+    values["timings_ms"] = _total(values, started)
     if ctx.usage is not None:
         embedded = getattr(embedder, "tokens_embedded", 0) - tokens_before
         if embedded > 0:
@@ -192,7 +262,7 @@ async def run_prompt(
                 cost_usd=0.0,
             )
     usage = ctx.usage.to_dict() if ctx.usage else {}
-    result = result_json(trace_id, values, _mode(ctx, settings), usage)
+    result = result_json(trace_id, values, _mode(ctx, settings, values.get("layers") or {}), usage)
     if options.write_trace:
         trace = {
             **result,
@@ -219,36 +289,48 @@ async def run_prompt(
     return result
 
 
+def _total(values: dict[str, Any], started: float) -> dict[str, float]:
+    timings = dict(values.get("timings_ms") or {})
+    timings["total"] = round((time.perf_counter() - started) * 1000, 2)
+    return timings
+
+
 async def replay(
     trace_id: str, settings: Settings, store: GraphStore, *, offline: bool = True
 ) -> dict[str, Any]:
-    """Re-run assembly and curation from the run's stored checkpoint (nothing is written to memory).
+    """Re-run assembly and curation on the run's checkpointed state (nothing is written to memory).
 
-    Returns the replayed context beside the original one.
+    The retrieval results (the retrieve loop's and the safety nets') are in the run's last checkpoint;
+    assembly and curation run again on them. Returns the replayed context beside the original one.
     """
     trace = load_trace(settings.paths.debug_dir, trace_id)
     thread_id = trace["trace_id"]
     ctx = make_context(settings, store, offline=offline, read_only=True)
     async with checkpointer_for(settings) as saver:
         graph = with_checkpointer(saver)
-        base: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-        history = [s async for s in graph.aget_state_history(base)]
-        # Oldest checkpoint that is about to run `assemble`: retrieval results are in it, assembly is not.
-        start = next((s for s in reversed(history) if "assemble" in s.next), None)
-        if start is None:
-            from octygraph.traces import TraceNotFound
+        latest = await graph.aget_state({"configurable": {"thread_id": thread_id}})
+    values = dict(latest.values or {})
+    if "retrieved" not in values and "classification" not in values:
+        from octygraph.traces import TraceNotFound
 
-            raise TraceNotFound(
-                f"No stored checkpoint for trace {thread_id}; it cannot be replayed."
-            )
-        await graph.ainvoke(None, start.config, context=ctx)
-        latest = await graph.aget_state(base)
+        raise TraceNotFound(f"No stored checkpoint for trace {thread_id}; it cannot be replayed.")
+    # What the run itself wrote was left out of its context: leave it out again.
+    ctx.begin_run(thread_id)
+    ctx.note_written(
+        [r["id"] for r in values.get("stored") or []] + list(values.get("superseded") or [])
+    )
+    inputs = {
+        k: values[k] for k in ("prompt", "classification", "plan", "retrieved") if k in values
+    }
+    replayed: dict[str, Any] = await replay_graph().ainvoke(
+        cast(PipelineState, inputs), context=ctx
+    )
     return {
         "trace_id": thread_id,
-        "from_checkpoint": start.config["configurable"].get("checkpoint_id"),
+        "from_checkpoint": (latest.config or {}).get("configurable", {}).get("checkpoint_id"),
         "original_context": trace.get("context", ""),
-        "context": latest.values.get("context", ""),
-        "same": latest.values.get("context", "") == trace.get("context", ""),
+        "context": replayed.get("context", ""),
+        "same": replayed.get("context", "") == trace.get("context", ""),
     }
 
 

@@ -1,7 +1,8 @@
 """Graph state: what flows between nodes and is checkpointed.
 
-Keys written by both branches (the retrieve half and the store half run in the same superstep) carry
-reducers; everything else is written by exactly one node.
+Keys written by both halves (the retrieve and the store subgraphs run side by side) carry reducers;
+everything else is written by exactly one node. Each half takes `HalfInput` only, so what it hands back
+is its own work, never a second copy of the notes and timings written before it.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class OutputState(TypedDict, total=False):
     superseded: list[str]
     flags: list[Record]
     timings_ms: dict[str, float]
+    layers: dict[str, dict[str, str]]
 
 
 class PipelineState(InputState, total=False):
@@ -68,5 +70,44 @@ class PipelineState(InputState, total=False):
     notes: Annotated[list[str], operator.add]
     """Why something degraded (timeouts, parse failures, fallbacks)."""
     timings_ms: Annotated[dict[str, float], merge_dicts]
+    layers: Annotated[dict[str, dict[str, str]], merge_dicts]
+    """Per stage, what ran (`model`, `fallback`, `offline`, `skipped`) and why (see nodes/_common.py)."""
     assembled: str
     """The ranked, budgeted context before curation."""
+
+
+class HalfInput(TypedDict, total=False):
+    """What each half (subgraph) reads from the parent: the prompt and the L1/L1.5 results."""
+
+    prompt: str
+    classification: Classification
+    plan: RetrievalPlan
+    storage: StorageDecision
+    instructions: list[ExtractedInstruction]
+
+
+class RetrieveOutput(TypedDict, total=False):
+    """What the retrieve half hands back to the parent."""
+
+    context: str
+    sections: dict[str, list[Record]]
+    assembled: str
+    retrieved: Annotated[list[Record], operator.add]
+    tool_calls: Annotated[list[Record], operator.add]
+    notes: Annotated[list[str], operator.add]
+    timings_ms: Annotated[dict[str, float], merge_dicts]
+    layers: Annotated[dict[str, dict[str, str]], merge_dicts]
+
+
+class StoreOutput(TypedDict, total=False):
+    """What the store half hands back to the parent (with the model's refined storage judgement)."""
+
+    storage: StorageDecision
+    instructions: list[ExtractedInstruction]
+    stored: Annotated[list[Record], operator.add]
+    superseded: Annotated[list[str], operator.add]
+    flags: Annotated[list[Record], operator.add]
+    tool_calls: Annotated[list[Record], operator.add]
+    notes: Annotated[list[str], operator.add]
+    timings_ms: Annotated[dict[str, float], merge_dicts]
+    layers: Annotated[dict[str, dict[str, str]], merge_dicts]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,6 +33,10 @@ class Reply:
     body: Body
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    """Wait this long before answering (a slow model)."""
+    drop: bool = False
+    """Close the connection without answering (a dropped connection)."""
 
 
 ScriptItem = Reply | Callable[[Body], Reply]
@@ -45,6 +50,10 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # names in lower case
     body: Body
+    received_at: float = 0.0
+    """`time.monotonic()` when the request arrived."""
+    answered_at: float = 0.0
+    """`time.monotonic()` when the answer was sent (0 when none was)."""
 
 
 _ids = itertools.count(1)
@@ -108,6 +117,16 @@ def with_cost(reply: Reply, cost: float) -> Reply:
     return reply
 
 
+def slow(reply: Reply, seconds: float) -> Reply:
+    """The same reply, after `seconds`."""
+    return Reply(reply.body, reply.status, dict(reply.headers), delay_s=seconds)
+
+
+def dropped() -> Reply:
+    """No answer: the connection is closed as soon as the request is read."""
+    return Reply({}, drop=True)
+
+
 def error_reply(status: int, message: str = "scripted error", **headers: str) -> Reply:
     """An OpenAI-style error (429, 500, 401...)."""
     body = {"error": {"message": message, "type": "scripted", "code": status}}
@@ -168,6 +187,7 @@ class ScriptedServer:
         self._suffix = path_suffix
         self._prefix = prefix
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
         self.requests: list[RecordedRequest] = []
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
@@ -209,7 +229,11 @@ class ScriptedServer:
                 except json.JSONDecodeError:
                     body = {"_raw": raw.decode(errors="replace")}
                 record = RecordedRequest(
-                    "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body
+                    "POST",
+                    self.path,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    body,
+                    received_at=time.monotonic(),
                 )
                 with server._lock:
                     server.requests.append(record)
@@ -217,6 +241,11 @@ class ScriptedServer:
                     reply = error_reply(404, f"no route {self.path}")
                 else:
                     reply = server._next(body)
+                if reply.delay_s:
+                    server._stopping.wait(reply.delay_s)
+                if reply.drop or server._stopping.is_set():
+                    self.close_connection = True
+                    return
                 data = json.dumps(reply.body).encode()
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
@@ -225,6 +254,7 @@ class ScriptedServer:
                     self.send_header(name.replace("_", "-"), value)
                 self.end_headers()
                 self.wfile.write(data)
+                record.answered_at = time.monotonic()
 
         return Handler
 
@@ -233,6 +263,7 @@ class ScriptedServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()  # slow replies end now, unanswered
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)

@@ -27,6 +27,7 @@ from llm_server import (
     empty_reply,
     error_reply,
     openai_server,
+    slow,
     text_reply,
     tool_reply,
     with_cost,
@@ -43,6 +44,7 @@ from octygraph.llm import (
     price,
     structured_call,
 )
+from octygraph.llm.deadline import DEADLINE_KEY
 from octygraph.llm.factory import DEFAULT_FALLBACK_MODEL
 from octygraph.llm.resilient import CIRCUIT
 from octygraph.llm.wrangler import read_wrangler_token, wrangler_config_paths
@@ -260,6 +262,35 @@ async def test_retry_after_longer_than_a_prompt_can_wait_gives_up_at_once(tmp_pa
             await model.ainvoke("one")
         elapsed = time.perf_counter() - start
     assert len(server.requests) == 1 and elapsed < 5
+
+
+def _with_deadline(seconds: float) -> dict[str, Any]:
+    return {"metadata": {DEADLINE_KEY: time.monotonic() + seconds}}
+
+
+@pytest.mark.anyio
+async def test_deadline_bounds_a_slow_reply(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, OPENROUTER_API_KEY="sk")
+    with openai_server([slow(text_reply("too late"), 20)]) as server:
+        model = model_for(settings, {"OCTY_OPENROUTER_BASE_URL": server.base_url})
+        start = time.perf_counter()
+        with pytest.raises(LLMUnavailable, match="deadline"):
+            await model.ainvoke("one", _with_deadline(0.5))
+        elapsed = time.perf_counter() - start
+    assert len(server.requests) == 1 and 0.4 < elapsed < 2
+
+
+@pytest.mark.anyio
+async def test_deadline_bounds_the_retry_waits(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, OPENROUTER_API_KEY="sk")
+    script = [error_reply(429, "wait", **{"Retry-After": "2"}), text_reply("after the wait")]
+    with openai_server(script) as server:
+        model = model_for(settings, {"OCTY_OPENROUTER_BASE_URL": server.base_url})
+        start = time.perf_counter()
+        with pytest.raises(LLMUnavailable, match="no time left for a retry"):
+            await model.ainvoke("one", _with_deadline(1.0))
+        elapsed = time.perf_counter() - start
+    assert len(server.requests) == 1 and elapsed < 1
 
 
 def test_sync_invoke_retries_too(tmp_path: Path) -> None:

@@ -101,7 +101,8 @@ def test_checkpoints_show_parallel_loops_and_replay_reproduces(home: Path) -> No
         )
         assert "Maria owns the billing service" in second["context"]
         steps = asyncio.run(checkpoint_steps(settings, second["trace_id"]))
-        assert any(sorted(s["next"]) == ["retrieve_loop", "store_loop"] for s in steps), steps
+        # The two halves (subgraphs) start in the same step and neither waits for the other.
+        assert any(sorted(s["next"]) == ["retrieve", "store"] for s in steps), steps
         replayed = asyncio.run(replay(second["trace_id"], settings, store))
         assert replayed["same"] and replayed["context"] == second["context"]
         assert first["stored"]

@@ -34,6 +34,7 @@ from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langchain_core.tools import BaseTool
 from pydantic import ConfigDict
 
+from octygraph.llm.deadline import MIN_CALL_S, deadline_of, left
 from octygraph.llm.errors import LLMUnavailable
 from octygraph.llm.usage import MODEL_KEY, PROVIDER_KEY
 
@@ -107,6 +108,7 @@ class Failure:
 
 
 EMPTY_REPLY = Failure("empty reply", retryable=True)
+OUT_OF_TIME = Failure("deadline reached", retryable=False)
 
 
 def has_answer(message: BaseMessage) -> bool:
@@ -226,8 +228,14 @@ class _Run:
     """Bookkeeping of one call across providers and attempts."""
 
     base_delay_s: float
+    deadline: float | None = None
+    """`time.monotonic()` by which the call must be over (the run's deadline); None = no limit."""
     log: list[dict[str, Any]] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)
+
+    def out_of_time(self) -> bool:
+        remaining = left(self.deadline)
+        return remaining is not None and remaining < MIN_CALL_S
 
     def skip(self, route: Route) -> bool:
         """True (and logged) when the route's endpoint failed hard a moment ago."""
@@ -268,6 +276,14 @@ class _Run:
             # the server said when to come back: sooner is refused, later wastes the budget
             delay = failure.retry_after_s
             entry["retry_after_s"] = failure.retry_after_s
+        remaining = left(self.deadline)
+        if remaining is not None and delay >= remaining - MIN_CALL_S:
+            # the wait alone would outlast the run: give up now and let the caller use what it has
+            entry["gave_up"] = "no time left for a retry"
+            self.reasons[route.provider] = f"{failure.reason}; no time left for a retry"
+            if failure.trips:  # the rest of this run has even less time: skip the endpoint
+                CIRCUIT.trip(route.endpoint_key, CIRCUIT_COOLDOWN_S)
+            return None
         entry["delay_s"] = delay
         return delay
 
@@ -339,6 +355,15 @@ class ResilientChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=answered)])
 
     @staticmethod
+    def _deadline(
+        run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun | None,
+    ) -> float | None:
+        """The run's deadline, carried in the call's metadata by `Context.llm_config`."""
+        if run_manager is None:
+            return None
+        return deadline_of(run_manager.metadata) or deadline_of(run_manager.inheritable_metadata)
+
+    @staticmethod
     def _config(
         run_manager: CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun | None,
     ) -> RunnableConfig:
@@ -362,7 +387,7 @@ class ResilientChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        run = _Run(self.retry_base_s)
+        run = _Run(self.retry_base_s, deadline=self._deadline(run_manager))
         if stop is not None:
             kwargs["stop"] = stop
         for route in self._active():
@@ -371,6 +396,9 @@ class ResilientChatModel(BaseChatModel):
             attempt = 0
             while True:
                 attempt += 1
+                if run.out_of_time():
+                    run.failed(route, attempt, OUT_OF_TIME)
+                    raise run.unavailable()
                 try:
                     reply = route.model.invoke(
                         messages, self._config(run_manager), **{**route.bound, **kwargs}
@@ -395,7 +423,7 @@ class ResilientChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        run = _Run(self.retry_base_s)
+        run = _Run(self.retry_base_s, deadline=self._deadline(run_manager))
         if stop is not None:
             kwargs["stop"] = stop
         for route in self._active():
@@ -404,10 +432,21 @@ class ResilientChatModel(BaseChatModel):
             attempt = 0
             while True:
                 attempt += 1
+                if run.out_of_time():
+                    run.failed(route, attempt, OUT_OF_TIME)
+                    raise run.unavailable()
                 try:
-                    reply = await route.model.ainvoke(
-                        messages, self._config(run_manager), **{**route.bound, **kwargs}
-                    )
+                    # The request may take only the time the run has left.
+                    async with asyncio.timeout(left(run.deadline)) as scope:
+                        reply = await route.model.ainvoke(
+                            messages, self._config(run_manager), **{**route.bound, **kwargs}
+                        )
+                except TimeoutError:
+                    if not scope.expired():
+                        failure = classify(TimeoutError())
+                    else:
+                        run.failed(route, attempt, OUT_OF_TIME)
+                        raise run.unavailable() from None
                 except Exception as exc:
                     failure = classify(exc)
                 else:

@@ -35,6 +35,8 @@ class StructuredResult(Generic[T]):
     raw: str
     error: str | None
     attempts: int = 0
+    message: Any = None
+    """The last reply message (its metadata says which provider answered), when there was one."""
 
 
 def raw_text(message: Any) -> str:
@@ -88,18 +90,27 @@ async def structured_call(
             error = f"{type(exc).__name__}: {exc}"
             continue
         result: dict[str, Any] = out if isinstance(out, dict) else {"parsed": out}
-        raw = raw_text(result.get("raw"))
+        message = result.get("raw")
+        raw = raw_text(message)
         parsed = result.get("parsed")
         if isinstance(parsed, schema):
-            return StructuredResult(parsed, raw, None, made)
+            return StructuredResult(parsed, raw, None, made, message)
         if isinstance(parsed, dict):  # a model that hands back plain args
             try:
-                return StructuredResult(schema.model_validate(parsed), raw, None, made)
+                return StructuredResult(schema.model_validate(parsed), raw, None, made, message)
             except ValueError as exc:
                 error = str(exc)
         else:
             failure = result.get("parsing_error")
-            error = str(failure) if failure else "The reply did not call the schema tool."
+            broken = message.invalid_tool_calls if isinstance(message, AIMessage) else []
+            if failure:
+                error = str(failure)
+            elif broken:
+                error = (
+                    f"invalid tool arguments ({broken[0].get('error') or broken[0].get('args')})"
+                )
+            else:
+                error = "The reply did not call the schema tool."
         history = [
             *messages,
             HumanMessage(

@@ -6,7 +6,7 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel
@@ -40,23 +40,78 @@ def timed(stage: str) -> Callable[[NodeFn], NodeFn]:
     return wrap
 
 
+# ----------------------------------------------------------------------------- what ran, per layer
+
+Layer = dict[str, str]
+"""What one stage ran: `mode` (`model`, `fallback` = the fallback provider, `offline` = the deterministic
+path, `skipped`) and, when it was not the model, `reason` (the fault, e.g. `HTTP 500`, `deadline reached`)."""
+
+NO_MODEL = "no model configured"
+
+
+def layer(mode: str, reason: str = "") -> Layer:
+    return {"mode": mode, "reason": reason} if reason else {"mode": mode}
+
+
+def short_reason(error: str | None) -> str:
+    """The fault without its wrapping: `LLMUnavailable: No language model answered (x: HTTP 500).`
+    becomes `x: HTTP 500`."""
+    text = (error or "").strip()
+    marker = "No language model answered ("
+    if marker in text:
+        text = text.split(marker, 1)[1].rstrip(".").removesuffix(")")
+    return text[:300]
+
+
+def answered(message: Any) -> Layer:
+    """`model`, or `fallback` (with why) when the reply came from a provider after another one failed."""
+    meta = getattr(message, "response_metadata", None) or {}
+    provider = meta.get("octy_provider")
+    failed = [a for a in meta.get("octy_attempts") or [] if a.get("provider") != provider]
+    if provider and failed:
+        return layer("fallback", "; ".join(f"{a['provider']}: {a['error']}" for a in failed))
+    return layer("model")
+
+
+def combine(records: list[Layer]) -> Layer:
+    """One record for a stage of several calls: its worst mode, every distinct reason."""
+    order = ("offline", "fallback", "model", "skipped")
+    if not records:
+        return layer("skipped")
+    mode = min((r["mode"] for r in records), key=lambda m: order.index(m) if m in order else 0)
+    reasons = list(dict.fromkeys(r["reason"] for r in records if r.get("reason")))
+    return layer(mode, "; ".join(reasons))
+
+
+class Asked(NamedTuple):
+    """The outcome of `ask_structured`."""
+
+    parsed: Any
+    raw: str
+    error: str | None
+    layer: Layer
+
+
 async def ask_structured(
     ctx: Context,
     model: Any,
     schema: type[S],
     system: str,
     user: str,
-    layer: str,
-) -> tuple[S | None, str, str | None]:
-    """One structured call (function calling, two parse attempts). Returns (parsed, raw, error)."""
+    layer_name: str,
+) -> Asked:
+    """One structured call (function calling, two parse attempts): parsed (or None), raw, error, layer."""
     from octygraph.llm.structured import structured_call
 
     messages = [SystemMessage(system), HumanMessage(user)]
     try:
         result = await structured_call(
-            model, schema, messages, attempts=2, config=ctx.llm_config(layer)
+            model, schema, messages, attempts=2, config=ctx.llm_config(layer_name)
         )
     except Exception as exc:  # the LLM being down must never break the run
-        return None, "", f"{type(exc).__name__}: {exc}"
+        error = f"{type(exc).__name__}: {exc}"
+        return Asked(None, "", error, layer("offline", short_reason(error)))
     parsed = result.parsed if isinstance(result.parsed, schema) else None
-    return parsed, result.raw, result.error
+    if parsed is None:
+        return Asked(None, result.raw, result.error, layer("offline", short_reason(result.error)))
+    return Asked(parsed, result.raw, result.error, answered(result.message))

@@ -180,8 +180,9 @@ def render(sections: dict[str, list[Record]], budget: int) -> str:
 async def assemble(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Collect everything the loop and the safety nets found into ranked, limited sections."""
     ctx = runtime.context
-    # What this very run stored is the user's own message: echoing it back adds nothing.
-    own = {r["id"] for r in state.get("stored") or []} | set(state.get("superseded") or [])
+    # What this very run stored is the user's own message: echoing it back adds nothing. The store half
+    # runs alongside, so its writes are known by the run's ledger (`Context.note_written`), not the state.
+    own = ctx.written()
     log = ctx.session_log()
     # What this session was already given is in its conversation: skip it (until a compaction drops it;
     # the SessionStart hook then clears the log). What it told itself is skipped while its transcript

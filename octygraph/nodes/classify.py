@@ -11,7 +11,8 @@ from octygraph import heuristics, prompts
 from octygraph.context import Context
 from octygraph.heuristics.storage import has_durable
 from octygraph.models import Classification, merge_classifications
-from octygraph.nodes._common import ask_structured, timed
+from octygraph.nodes._common import NO_MODEL, ask_structured, combine, layer, log, timed
+from octygraph.nodes.plan import draft_plan
 from octygraph.state import PipelineState
 
 
@@ -25,6 +26,7 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
         heuristics.classify, prompt, known_entities=known, today=ctx.day()
     )
     if ctx.store_only:
+        offline_layer = {"classify": layer("offline", "the Stop hook classifies without a model")}
         # The Stop hook: what the assistant reported is only stored, never used to retrieve, and only
         # when it reports something done or decided with lasting effect (not narration or next steps).
         durable = await asyncio.to_thread(has_durable, prompt, assistant=True)
@@ -35,11 +37,18 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
                         update={"retrieve": False, "store": durable}
                     )
                 }
-            )
+            ),
+            "layers": offline_layer,
         }
     if ctx.l1_model is None:
-        return {"classification": offline}
+        return {"classification": offline, "layers": {"classify": layer("offline", NO_MODEL)}}
 
+    # The query's vector is embedded alongside the LLM calls: the safety nets need it whatever the
+    # model says, and the deadline may leave them little time.
+    warm = asyncio.create_task(asyncio.to_thread(ctx.memory().embed_query, prompt))
+    # The search plan is asked at the same time, with the deterministic classification as its hint:
+    # classify and plan then cost one LLM round trip on the prompt's critical path, not two.
+    planning = asyncio.create_task(draft_plan(ctx, prompt, offline))
     sentences = heuristics.split_sentences(prompt) or [prompt]
     calls = [
         ask_structured(
@@ -53,15 +62,25 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
         for sentence in sentences
     ]
     results = await asyncio.gather(*calls)
-    raws = [raw for _, raw, _ in results]
-    parts = [parsed for parsed, _, _ in results]
+    drafted, plan_notes, plan_layer = await planning
+    try:
+        await warm
+    except Exception as exc:  # the nets will say so themselves
+        log.info("classify: embedding the query failed: %s", exc)
+    raws = [r.raw for r in results]
+    parts = [r.parsed for r in results]
+    which = {"classify": combine([r.layer for r in results]), "plan": plan_layer}
+    planned: dict[str, Any] = {"plan": drafted} if drafted is not None else {}
     if any(part is None for part in parts):
-        errors = "; ".join(err for _, _, err in results if err)
+        errors = "; ".join(r.error for r in results if r.error)
         return {
             "classification": offline,
             "l1_raw": raws,
+            "layers": which,
+            **planned,
             "notes": [
-                f"classify: LLM output did not parse twice, used the deterministic classifier ({errors})"
+                f"classify: LLM output did not parse twice, used the deterministic classifier ({errors})",
+                *plan_notes,
             ],
         }
     merged = merge_classifications([p for p in parts if p is not None])
@@ -70,4 +89,10 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     extra = [e for e in offline.entities if e.name.casefold() not in known_names]
     if extra:
         merged = merged.model_copy(update={"entities": [*merged.entities, *extra]})
-    return {"classification": merged, "l1_raw": raws}
+    return {
+        "classification": merged,
+        "l1_raw": raws,
+        "layers": which,
+        **planned,
+        "notes": plan_notes,
+    }

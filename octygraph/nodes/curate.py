@@ -14,11 +14,12 @@ from langgraph.runtime import Runtime
 
 from octygraph import prompts
 from octygraph.context import Context
-from octygraph.nodes._common import timed
+from octygraph.nodes._common import NO_MODEL, Layer, answered, combine, layer, short_reason, timed
 from octygraph.nodes.assemble import record_line, render, rendered_ids
 from octygraph.state import PipelineState, Record
 
 NO_RELEVANT = "NO_RELEVANT_RECORDS"
+CURATE_RESERVE_S = 0.1
 
 
 def _normal(line: str) -> str:
@@ -27,8 +28,8 @@ def _normal(line: str) -> str:
 
 async def _curate_section(
     ctx: Context, prompt: str, name: str, records: list[Record]
-) -> tuple[str, list[Record] | None, str | None]:
-    """(section, kept records or None when the LLM failed, note)."""
+) -> tuple[str, list[Record] | None, str | None, Layer]:
+    """(section, kept records or None when the LLM failed, note, what ran)."""
     assert ctx.l2_model is not None
     lines = {_normal(record_line(name, r)): r for r in records}
     user = prompts.CURATE_USER.format(
@@ -37,13 +38,16 @@ async def _curate_section(
     try:
         reply = await ctx.l2_model.ainvoke(
             [SystemMessage(prompts.CURATE_SYSTEM), HumanMessage(user)],
-            config=ctx.llm_config("curation"),
+            # Last stage: only rendering comes after it, so it may use the run's time to the end.
+            config=ctx.llm_config("curation", reserve_s=CURATE_RESERVE_S),
         )
     except Exception as exc:
-        return name, None, f"curate: {name} kept uncurated ({type(exc).__name__}: {exc})"
+        reason = short_reason(f"{type(exc).__name__}: {exc}")
+        return name, None, f"curate: {name} kept uncurated ({reason})", layer("offline", reason)
+    ran = answered(reply)
     text = reply.text if isinstance(reply.text, str) else str(reply.content)
     if NO_RELEVANT in text:
-        return name, [], None
+        return name, [], None, ran
     kept: list[Record] = []
     for raw in text.splitlines():
         record = lines.get(_normal(raw))
@@ -51,8 +55,9 @@ async def _curate_section(
             kept.append(record)
     if not kept:
         # A reply that copies no record is prose, not a verdict: only NO_RELEVANT_RECORDS may drop a section.
-        return name, None, f"curate: {name} kept uncurated (reply matched no record)"
-    return name, kept, None
+        why = "reply matched no record"
+        return name, None, f"curate: {name} kept uncurated ({why})", layer("offline", why)
+    return name, kept, None, ran
 
 
 @timed("curate")
@@ -61,7 +66,8 @@ async def curate(state: PipelineState, runtime: Runtime[Context]) -> dict[str, A
     ctx = runtime.context
     sections: dict[str, list[Record]] = dict(state.get("sections") or {})
     if ctx.l2_model is None or not sections:
-        return {"context": state.get("assembled", "")}
+        ran = layer("offline", NO_MODEL) if ctx.l2_model is None else layer("skipped")
+        return {"context": state.get("assembled", ""), "layers": {"curate": ran}}
     results = await asyncio.gather(
         *(
             _curate_section(ctx, state.get("prompt", ""), name, recs)
@@ -70,7 +76,7 @@ async def curate(state: PipelineState, runtime: Runtime[Context]) -> dict[str, A
     )
     curated: dict[str, list[Record]] = {}
     notes: list[str] = []
-    for name, kept, note in results:
+    for name, kept, note, _ in results:
         if note:
             notes.append(note)
         chosen = sections[name] if kept is None else kept
@@ -80,4 +86,9 @@ async def curate(state: PipelineState, runtime: Runtime[Context]) -> dict[str, A
     log = ctx.session_log()
     if log is not None and not ctx.read_only and context:
         await asyncio.to_thread(log.add, injected=rendered_ids(curated, context))
-    return {"sections": curated, "context": context, "notes": notes}
+    return {
+        "sections": curated,
+        "context": context,
+        "notes": notes,
+        "layers": {"curate": combine([r[3] for r in results])},
+    }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
@@ -22,9 +23,10 @@ from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from octygraph import prompts
-from octygraph.context import Context
+from octygraph.context import TAIL_RESERVE_S, Context
 from octygraph.models import Classification, RetrievalPlan, StorageDecision
-from octygraph.nodes._common import timed
+from octygraph.nodes._common import NO_MODEL, Layer, answered, layer, short_reason, timed
+from octygraph.nodes.plan import refine_storage
 from octygraph.state import PipelineState, Record
 from octygraph.store import StoreError
 from octygraph.tools import ops
@@ -108,6 +110,17 @@ def _harvest(messages: Sequence[AnyMessage], loop: str) -> tuple[list[Record], l
     return records, calls
 
 
+@dataclass
+class LoopResult:
+    """What a loop gathered: records, a trace entry per tool call, notes, turns, and what ran."""
+
+    records: list[Record]
+    calls: list[Record]
+    notes: list[str]
+    turns: int
+    layer: Layer
+
+
 async def run_loop(
     graph: LoopGraph,
     loop: str,
@@ -116,7 +129,7 @@ async def run_loop(
     prompt: str,
     ctx: Context,
     config: RunnableConfig,
-) -> tuple[list[Record], list[Record], list[str], int]:
+) -> LoopResult:
     """Run a loop under the timeout; on timeout keep what the finished steps gathered."""
     last: dict[str, Any] = {"messages": []}
     notes: list[str] = []
@@ -126,19 +139,34 @@ async def run_loop(
         "turns": 0,
         "system": system,
     }
+    # The loop's own timeout, or the run's deadline less the deterministic work after it, if sooner.
+    remaining = ctx.remaining(TAIL_RESERVE_S)
+    limit = ctx.loop_timeout_s if remaining is None else min(ctx.loop_timeout_s, remaining)
+    cut = ""
     try:
-        async with asyncio.timeout(ctx.loop_timeout_s):
+        async with asyncio.timeout(limit):
             async for chunk in graph.astream(inputs, config, context=ctx, stream_mode="values"):
                 last = chunk
     except TimeoutError:
-        notes.append(
-            f"{loop}: stopped by the {ctx.loop_timeout_s:g} s timeout; kept what it had found"
-        )
-    records, calls = _harvest(last.get("messages", []), loop)
+        cut = "loop timeout" if limit == ctx.loop_timeout_s else "deadline reached"
+        notes.append(f"{loop}: stopped by the {limit:.3g} s {cut}; kept what it had found")
+    messages = last.get("messages", [])
+    records, calls = _harvest(messages, loop)
     turns = int(last.get("turns", 0))
     if turns >= ctx.max_turns:
         notes.append(f"{loop}: cut at the {ctx.max_turns}-turn limit")
-    return records, calls, notes, turns
+    replies = [m for m in messages if isinstance(m, AIMessage)]
+    broken = [c for m in replies for c in m.invalid_tool_calls]
+    if not replies:
+        ran = layer("offline", cut or "no reply")
+    elif broken and not any(m.tool_calls for m in replies):
+        # Every tool call it made was unusable: the deterministic results are all there is.
+        ran = layer("offline", f"invalid tool arguments ({broken[0].get('error') or '?'})"[:300])
+    else:
+        ran = answered(replies[0])
+        if cut:
+            ran = layer(ran["mode"], "; ".join(filter(None, [ran.get("reason", ""), cut])))
+    return LoopResult(records, calls, notes, turns, ran)
 
 
 # ----------------------------------------------------------------------------- fixed plan (no LLM)
@@ -152,7 +180,7 @@ def _int_or_none(value: str | None) -> int | None:
 
 
 def run_fixed_plan(
-    ctx: Context, plan: RetrievalPlan
+    ctx: Context, plan: RetrievalPlan, loop: str = "retrieve_loop"
 ) -> tuple[list[Record], list[Record], list[str]]:
     """Execute the plan's steps through the same tool operations the LLM would use."""
     store = ctx.memory()
@@ -187,7 +215,7 @@ def run_fixed_plan(
         except StoreError as exc:
             calls.append(
                 {
-                    "loop": "retrieve_loop",
+                    "loop": loop,
                     "tool": step.tool,
                     "args": args,
                     "status": "error",
@@ -198,7 +226,7 @@ def run_fixed_plan(
         records.extend(result.records)
         calls.append(
             {
-                "loop": "retrieve_loop",
+                "loop": loop,
                 "tool": step.tool,
                 "args": args,
                 "status": "success",
@@ -220,18 +248,40 @@ async def retrieve_loop(
     classification = state.get("classification") or Classification()
     plan = state.get("plan") or RetrievalPlan(complexity="SIMPLE_FACT")
     if not classification.operations.retrieve:
-        return {"notes": ["retrieve_loop: L1 said nothing to retrieve"]}
+        return {
+            "notes": ["retrieve_loop: L1 said nothing to retrieve"],
+            "layers": {"retrieve_loop": layer("skipped", "nothing to retrieve")},
+        }
+    # The deterministic plan runs first, with or without a model: at the deadline its records are ready,
+    # and the agent starts from them (and may stop at once when they suffice).
+    records, calls, notes = await asyncio.to_thread(
+        run_fixed_plan, ctx, plan, "retrieve_loop" if ctx.l2_model is None else "fixed_plan"
+    )
     if ctx.l2_model is None:
-        records, calls, notes = await asyncio.to_thread(run_fixed_plan, ctx, plan)
-        return {"retrieved": records, "tool_calls": calls, "notes": notes}
+        return {
+            "retrieved": records,
+            "tool_calls": calls,
+            "notes": notes,
+            "layers": {"retrieve_loop": layer("offline", NO_MODEL)},
+        }
+    if plan.complexity in ENOUGH_FOR and any(r.get("type") != "entity" for r in records):
+        # A simple question whose plan found memories: the agent would only call `done`, one LLM call
+        # on the prompt's critical path for nothing. Curation still judges what was found.
+        return {
+            "retrieved": records,
+            "tool_calls": calls,
+            "notes": notes,
+            "layers": {"retrieve_loop": layer("skipped", "the plan's searches found enough")},
+        }
     task = prompts.RETRIEVE_TASK.format(
         prompt=state.get("prompt", ""),
         complexity=plan.complexity,
         plan=json.dumps([s.model_dump() for s in plan.steps]),
         entities=", ".join(e.name for e in classification.entities) or "none",
+        found=_found_lines(records),
     )
     try:
-        records, calls, notes, _ = await run_loop(
+        agent = await run_loop(
             retrieve_subgraph,
             "retrieve_loop",
             task,
@@ -240,13 +290,41 @@ async def retrieve_loop(
             ctx,
             config,
         )
-    except Exception as exc:  # LLM down: the fixed plan still finds what it can
-        records, calls, notes = await asyncio.to_thread(run_fixed_plan, ctx, plan)
-        notes = [
-            f"retrieve_loop: LLM failed ({type(exc).__name__}: {exc}); ran the fixed plan",
-            *notes,
-        ]
-    return {"retrieved": records, "tool_calls": calls, "notes": notes}
+    except Exception as exc:  # LLM down: the fixed plan's records stand
+        reason = short_reason(f"{type(exc).__name__}: {exc}")
+        return {
+            "retrieved": records,
+            "tool_calls": calls,
+            "notes": [
+                *notes,
+                f"retrieve_loop: LLM failed ({reason}); kept the fixed plan's records",
+            ],
+            "layers": {"retrieve_loop": layer("offline", reason)},
+        }
+    return {
+        "retrieved": [*records, *agent.records],
+        "tool_calls": [*calls, *agent.calls],
+        "notes": [*notes, *agent.notes],
+        "layers": {"retrieve_loop": agent.layer},
+    }
+
+
+FOUND_LINES = 12
+ENOUGH_FOR = ("SIMPLE_FACT", "ENTITY_LOOKUP")
+"""Plans whose found memories are enough: the retrieve agent is not asked (see `retrieve_loop`)."""
+
+
+def _found_lines(records: list[Record]) -> str:
+    """What the fixed plan found, one line per record, for the agent's task."""
+    seen: list[str] = []
+    for record in records:
+        line = f"- [{record.get('type', '?')}] {str(record.get('content', ''))[:160]}"
+        if line not in seen:
+            seen.append(line)
+    if not seen:
+        return "(nothing yet)"
+    more = len(seen) - FOUND_LINES
+    return "\n".join(seen[:FOUND_LINES]) + (f"\n(+{more} more)" if more > 0 else "")
 
 
 def _stored_from(records: list[Record]) -> tuple[list[Record], list[str]]:
@@ -263,15 +341,28 @@ async def store_loop(
     ctx = runtime.context
     storage = state.get("storage") or StorageDecision(store=False)
     instructions = state.get("instructions") or []
-    if ctx.read_only or ctx.l2_model is None or not (storage.items or instructions):
+    classification = state.get("classification") or Classification()
+    if ctx.read_only or ctx.l2_model is None or not classification.operations.store:
         return {}
+    # What to store is judged here, after the answer, not before it (see `plan`).
+    storage, instructions, refined_notes, refined = await refine_storage(
+        ctx, state.get("prompt", ""), classification, storage, list(instructions)
+    )
+    told: dict[str, Any] = {
+        "storage": storage,
+        "instructions": instructions,
+        "notes": refined_notes,
+        "layers": {"refine_storage": refined},
+    }
+    if not (storage.items or instructions):
+        return told
     task = prompts.STORE_TASK.format(
         prompt=state.get("prompt", ""),
         items="\n".join(f"- {i.model_dump_json()}" for i in storage.items) or "(none)",
         instructions="\n".join(f"- {i.model_dump_json()}" for i in instructions) or "(none)",
     )
     try:
-        records, calls, notes, _ = await run_loop(
+        agent = await run_loop(
             store_subgraph,
             "store_loop",
             task,
@@ -281,10 +372,18 @@ async def store_loop(
             config,
         )
     except Exception as exc:
+        reason = short_reason(f"{type(exc).__name__}: {exc}")
         return {
-            "notes": [
-                f"store_loop: LLM failed ({type(exc).__name__}: {exc}); force_store takes over"
-            ]
+            **told,
+            "notes": [*refined_notes, f"store_loop: LLM failed ({reason}); force_store takes over"],
+            "layers": {"refine_storage": refined, "store_loop": layer("offline", reason)},
         }
-    stored, superseded = _stored_from(records)
-    return {"stored": stored, "superseded": superseded, "tool_calls": calls, "notes": notes}
+    stored, superseded = _stored_from(agent.records)
+    return {
+        **told,
+        "stored": stored,
+        "superseded": superseded,
+        "tool_calls": agent.calls,
+        "notes": [*refined_notes, *agent.notes],
+        "layers": {"refine_storage": refined, "store_loop": agent.layer},
+    }

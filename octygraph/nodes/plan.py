@@ -18,7 +18,7 @@ from octygraph.models import (
     StorageDecision,
     StorageItem,
 )
-from octygraph.nodes._common import ask_structured, timed
+from octygraph.nodes._common import NO_MODEL, Layer, ask_structured, combine, layer, timed
 from octygraph.state import PipelineState
 from octygraph.tools.writes import Refused, check_content
 
@@ -48,13 +48,14 @@ def _keep_safe(found: list[Told], prompt: str) -> tuple[list[Told], list[str]]:
 
 async def _llm_or(
     ctx: Context, schema: Any, system: str, user: str, fallback: Any, label: str
-) -> tuple[Any, list[str]]:
+) -> tuple[Any, list[str], Layer]:
     if ctx.l2_model is None:
-        return fallback, []
-    parsed, _raw, error = await ask_structured(ctx, ctx.l2_model, schema, system, user, "l2")
-    if parsed is None:
-        return fallback, [f"plan: {label} fell back to the deterministic path ({error})"]
-    return parsed, []
+        return fallback, [], layer("offline", NO_MODEL)
+    asked = await ask_structured(ctx, ctx.l2_model, schema, system, user, "l2")
+    if asked.parsed is None:
+        note = f"plan: {label} fell back to the deterministic path ({asked.error})"
+        return fallback, [note], asked.layer
+    return asked.parsed, [], asked.layer
 
 
 @timed("plan")
@@ -104,22 +105,78 @@ async def plan(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any
         update={"items": [i for i in offline_storage.items if i.type != "instruction"]}
     )
     context_line = f"Message: {prompt}\nClassification: {classification.model_dump_json()}"
-
-    retrieval_step = _llm_or(
-        ctx, RetrievalPlan, prompts.PLAN_SYSTEM, context_line, offline_plan, "plan_retrieval"
-    )
+    drafted = state.get("plan")
+    n1: list[str] = []
+    ran: dict[str, Layer] = {}
+    if drafted is not None:
+        # The model planned alongside classification (see `draft_plan`): no second call in a row.
+        retrieval = drafted
+    else:
+        retrieval, n1, l1 = await _llm_or(
+            ctx, RetrievalPlan, prompts.PLAN_SYSTEM, context_line, offline_plan, "plan_retrieval"
+        )
+        ran = {"plan": l1}
     if not wants_store:
         # L1 found nothing durable: no storage calls at all, with or without an LLM.
-        retrieval, n1 = await retrieval_step
-        return {"plan": retrieval, "storage": offline_storage, "instructions": [], "notes": n1}
-    (retrieval, n1), (storage, n2), (instructions, n3) = await asyncio.gather(
-        retrieval_step,
+        return {
+            "plan": retrieval,
+            "storage": offline_storage,
+            "instructions": [],
+            "notes": n1,
+            "layers": ran,
+        }
+    # The deterministic judgement goes to the store half; with a model, the store half refines it there
+    # (`refine_storage`), off the prompt's critical path.
+    items, n4 = _keep_safe(list(offline_storage.items), prompt)
+    found, n5 = _keep_safe(offline_instructions, prompt)
+    storage = offline_storage.model_copy(
+        update={"items": items, "store": bool(items) and offline_storage.store}
+    )
+    return {
+        "plan": retrieval,
+        "storage": storage,
+        "instructions": found,
+        "notes": [*n1, *n4, *n5],
+        "layers": ran,
+    }
+
+
+async def draft_plan(
+    ctx: Context, prompt: str, classification: Classification
+) -> tuple[RetrievalPlan | None, list[str], Layer]:
+    """The model's search plan, asked at the same time as classification (with the deterministic
+    classification as its hint), so classify and plan cost one LLM round trip, not two. None when the
+    model gave no usable plan: `plan` then makes the deterministic one from the final classification."""
+    if ctx.l2_model is None:
+        return None, [], layer("offline", NO_MODEL)
+    context_line = f"Message: {prompt}\nClassification: {classification.model_dump_json()}"
+    asked = await ask_structured(
+        ctx, ctx.l2_model, RetrievalPlan, prompts.PLAN_SYSTEM, context_line, "l2"
+    )
+    if not isinstance(asked.parsed, RetrievalPlan):
+        note = f"plan: plan_retrieval fell back to the deterministic path ({asked.error})"
+        return None, [note], asked.layer
+    return asked.parsed, [], asked.layer
+
+
+async def refine_storage(
+    ctx: Context,
+    prompt: str,
+    classification: Classification,
+    storage: StorageDecision,
+    instructions: list[ExtractedInstruction],
+) -> tuple[StorageDecision, list[ExtractedInstruction], list[str], Layer]:
+    """The model's storage filter and instruction extraction (in the store half, after the answer),
+    starting from the deterministic judgement, which stays when the model fails."""
+    today = ctx.day()
+    context_line = f"Message: {prompt}\nClassification: {classification.model_dump_json()}"
+    (told, n2, l2), (rules, n3, l3) = await asyncio.gather(
         _llm_or(
             ctx,
             StorageDecision,
             prompts.FILTER_SYSTEM.format(today=today.isoformat()),
             context_line,
-            offline_storage,
+            storage,
             "filter_storage",
         ),
         _llm_or(
@@ -127,20 +184,15 @@ async def plan(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any
             InstructionList,
             prompts.INSTRUCTIONS_SYSTEM,
             context_line,
-            InstructionList(instructions=offline_instructions),
+            InstructionList(instructions=instructions),
             "extract_instructions",
         ),
     )
-    items, n4 = _keep_safe(list(storage.items), prompt)
-    found, n5 = _keep_safe(list(instructions.instructions), prompt)
+    items, n4 = _keep_safe(list(told.items), prompt)
+    found, n5 = _keep_safe(list(rules.instructions), prompt)
     store_ok = classification.operations.store or bool(items) or bool(found)
-    storage = storage.model_copy(update={"items": items, "store": bool(items) and storage.store})
+    told = told.model_copy(update={"items": items, "store": bool(items) and told.store})
     if not store_ok:
-        storage = storage.model_copy(update={"store": False, "items": []})
+        told = told.model_copy(update={"store": False, "items": []})
         found = []
-    return {
-        "plan": retrieval,
-        "storage": storage,
-        "instructions": found,
-        "notes": [*n1, *n2, *n3, *n4, *n5],
-    }
+    return told, found, [*n2, *n3, *n4, *n5], combine([l2, l3])

@@ -111,6 +111,7 @@ def _force_store(
                     scope=item.scope,
                 )
             stored.extend(result.records)
+            ctx.note_written([r["id"] for r in result.records] + ([old_id] if old_id else []))
             calls.append(
                 {
                     "loop": "force_store",
@@ -155,7 +156,7 @@ async def force_store(state: PipelineState, runtime: Runtime[Context]) -> dict[s
 
 async def _judge(ctx: Context, new: str, old: str, cosine: float) -> tuple[ReconcileJudgement, str]:
     if ctx.l2_model is not None:
-        parsed, _raw, _error = await ask_structured(
+        asked = await ask_structured(
             ctx,
             ctx.l2_model,
             ReconcileJudgement,
@@ -163,8 +164,8 @@ async def _judge(ctx: Context, new: str, old: str, cosine: float) -> tuple[Recon
             prompts.RECONCILE_USER.format(new=new, old=old),
             "reconciliation",
         )
-        if parsed is not None:
-            return parsed, "llm"
+        if isinstance(asked.parsed, ReconcileJudgement):
+            return asked.parsed, "llm"
     return wording.judge(new, old, cosine), "wording"
 
 
@@ -184,7 +185,7 @@ async def reconcile(state: PipelineState, runtime: Runtime[Context]) -> dict[str
     if ctx.read_only or not new_instructions:
         return {}
     store = ctx.memory()
-    run_ids = {r["id"] for r in state.get("stored") or []}
+    run_ids = set(ctx.written()) | {r["id"] for r in state.get("stored") or []}
     superseded: list[str] = []
     flags: list[Record] = []
     for record in new_instructions:

@@ -26,12 +26,15 @@ import stat
 import struct
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from octygraph.service import protocol
 from octygraph.service.client import NOTIFY_ENV, ServiceUnavailable, exchange
+
+After = Callable[[], Awaitable[None]]
+"""Work for after the reply: the run's store half, then the hook's bookkeeping."""
 
 log = logging.getLogger("octygraph.serve")
 
@@ -196,7 +199,7 @@ class Service:
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.active += 1
         self.last_activity = time.monotonic()
-        after: Callable[[], None] | None = None
+        after: After | None = None
         try:
             uid = _peer_uid(writer)
             if uid is not None and uid != os.getuid():
@@ -224,15 +227,13 @@ class Service:
                 writer.close()
             try:
                 if after is not None:
-                    # Manifest, dev log and usage report: after the client has its answer.
-                    await asyncio.to_thread(after)
+                    # The store half, then manifest, dev log and usage report: after the client has its answer.
+                    await after()
             finally:
                 self.active -= 1
                 self.last_activity = time.monotonic()
 
-    async def _dispatch(
-        self, message: dict[str, Any]
-    ) -> tuple[dict[str, Any], Callable[[], None] | None]:
+    async def _dispatch(self, message: dict[str, Any]) -> tuple[dict[str, Any], After | None]:
         op = message.get("op")
         if op == "status":
             return {"status": "ok", "health": self.health()}, None
@@ -282,13 +283,13 @@ class Service:
         self.active += 1
 
         async def work() -> None:
-            after: Callable[[], None] | None = None
+            after: After | None = None
             try:
                 answer, after = await self._hook(message)
                 if answer.get("status") != "ok":
                     log.warning("hand-off not done: %s", answer.get("message"))
                 if after is not None:
-                    await asyncio.to_thread(after)
+                    await after()
             except Exception:
                 self.failures += 1
                 log.exception("hand-off failed")
@@ -330,9 +331,7 @@ class Service:
             log.info("working through %d spooled requests", started)
         return started
 
-    async def _hook(
-        self, message: dict[str, Any]
-    ) -> tuple[dict[str, Any], Callable[[], None] | None]:
+    async def _hook(self, message: dict[str, Any]) -> tuple[dict[str, Any], After | None]:
         received = time.monotonic()
         event = str(message.get("event") or "")
         if event not in HOOK_EVENTS:
@@ -366,7 +365,12 @@ class Service:
         took_ms = (time.monotonic() - received) * 1000
         self.recent_ms.append(took_ms)
         log.info("%s answered in %.0f ms (%d chars)", event, took_ms, len(reply.stdout))
-        return {"status": "ok", "stdout": reply.stdout, "notice": reply.notice}, reply.after
+
+        async def after() -> None:
+            await reply.settle()  # the run's store half goes on after the reply
+            await asyncio.to_thread(reply.finish)
+
+        return {"status": "ok", "stdout": reply.stdout, "notice": reply.notice}, after
 
     def health(self) -> dict[str, Any]:
         """What `octygraph serve status` shows."""

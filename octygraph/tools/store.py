@@ -89,6 +89,7 @@ def store_memory(
         scope=scope,
         related_ids=related_ids or [],
     )
+    ctx.note_written([r["id"] for r in result.records])
     return result.text, result.records
 
 
@@ -111,6 +112,7 @@ def supersede_memory(old_id: str, new_content: str, runtime: ToolRuntime[Context
         injection=ctx.injection,
         source=ctx.source,
     )
+    ctx.note_written([old_id, *(r["id"] for r in result.records)])
     return result.text, result.records
 
 

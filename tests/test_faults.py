@@ -1,0 +1,129 @@
+"""Each LLM fault, served by the loopback server, at pipeline and hook level: the run answers within its
+budget with the stored memory in the context, and the trace names the fault per layer."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from octygraph.llm.resilient import CIRCUIT
+from octygraph.runner import RunOptions, make_context, run_prompt
+from octygraph.settings import Settings
+from octygraph.store import MemoryStore
+from tests.conftest import cli_json, run_cli
+from tests.llm_server import (
+    Reply,
+    dropped,
+    empty_reply,
+    error_reply,
+    openai_server,
+    slow,
+    text_reply,
+    tool_reply,
+)
+
+BUDGET_S = 4.0
+MEMORY = "Peter handles the Anderson account"
+
+# fault -> (what the server answers every time, what the classify layer's reason says)
+FAULTS: dict[str, tuple[Reply, str]] = {
+    "http 500": (error_reply(500), "HTTP 500"),
+    "429 with Retry-After": (error_reply(429, "slow down", **{"Retry-After": "1"}), "HTTP 429"),
+    "empty reply": (empty_reply(), "empty reply"),
+    "prose reply": (text_reply("Peter, I believe."), "did not call the schema tool"),
+    "invalid tool arguments": (
+        tool_reply(("Classification", "{not json")),
+        "invalid tool arguments",
+    ),
+    "slow reply": (slow(text_reply("too late"), 30), "deadline reached"),
+    "dropped connection": (dropped(), "connection failed"),
+}
+
+
+@pytest.fixture(autouse=True)
+def fresh_circuit() -> None:
+    CIRCUIT.reset()  # each test's server is a new endpoint, but a port may come round again
+
+
+def trace_of(settings: Settings, result: dict[str, Any]) -> dict[str, Any]:
+    return json.loads((settings.paths.debug_dir / f"{result['trace_id']}.json").read_text())
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_pipeline_answers_within_the_deadline_whatever_the_fault(
+    fault: str, home: Path, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reply, reason = FAULTS[fault]
+    store.add_node("fact", MEMORY)
+    with openai_server(itertools.repeat(reply)) as server:
+        monkeypatch.setenv("OCTY_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("OCTY_LLM_API_KEY", "sk-test")
+        monkeypatch.setenv("PATH", "")  # no `claude` command: the fallback provider stays out
+        settings = Settings.from_env()
+        ctx = make_context(settings, store)
+        assert ctx.l1_model is not None
+
+        async def timed() -> tuple[dict[str, Any], float]:
+            started = time.monotonic()
+            result = await run_prompt(
+                "Who handles Anderson?",
+                settings,
+                store,
+                RunOptions(deadline_s=BUDGET_S),
+                context=ctx,
+            )
+            return result, time.monotonic() - started
+
+        result, elapsed = asyncio.run(timed())
+    assert server.requests  # the model was really asked
+    # The trace is written after the deadline's answer, hence the second of slack.
+    assert elapsed < BUDGET_S + 1.0, (elapsed, result["timings_ms"], result["layers"])
+    assert MEMORY in result["context"]
+    if fault != "prose reply":  # a prose reply is an answer, if not a useful one
+        assert result["mode"] == "offline", result["layers"]
+    classify = result["layers"]["classify"]
+    assert classify["mode"] == "offline" and reason in classify["reason"], classify
+    assert trace_of(settings, result)["layers"] == result["layers"]
+
+
+@pytest.mark.parametrize("fault", ["slow reply", "http 500"])
+def test_prompt_hook_answers_within_its_budget_whatever_the_fault(fault: str, home: Path) -> None:
+    reply, reason = FAULTS[fault]
+    cli_json("memory", "add", MEMORY, "--type", "fact", "--json")
+    budget = 20.0  # the budget counts interpreter start and imports, slow on a busy machine
+    payload = json.dumps(
+        {
+            "session_id": "sess-faults",
+            "cwd": str(Path.cwd()),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "Who handles Anderson?",
+        }
+    )
+    with openai_server(itertools.repeat(reply)) as server:
+        started = time.monotonic()
+        done = run_cli(
+            "hook",
+            "prompt",
+            input=payload,
+            env={
+                "OCTY_HOOK_BUDGET_S": str(budget),
+                "OCTY_LLM_BASE_URL": server.base_url,
+                "OCTY_LLM_API_KEY": "sk-test",
+                "PATH": "",
+            },
+        )
+        elapsed = time.monotonic() - started
+    assert done.returncode == 0
+    assert elapsed < budget + 1.0, elapsed  # the process's exit, a little after its answer
+    assert MEMORY in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    debug = Settings.from_env().paths.debug_dir
+    (trace,) = [
+        json.loads(p.read_text()) for p in debug.glob("*.json") if "layers" in p.read_text()
+    ]
+    assert reason in json.dumps(trace["layers"])
