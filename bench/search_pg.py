@@ -138,9 +138,14 @@ def run(args: argparse.Namespace) -> str:
         store.close()
         store = PostgresStore.open(url, embedder, project_id=project)
         with Timer() as load:
-            build_s = store.bulk_load(nodes, mat)
+            build_s = store.bulk_load(nodes, mat, hnsw=(args.m, args.ef_construction))
         info.append(["PostgreSQL load (COPY)", f"{load.seconds - build_s:.0f} s"])
-        info.append(["PostgreSQL HNSW build (m=16, ef_construction=64)", f"{build_s:.0f} s"])
+        info.append(
+            [
+                f"PostgreSQL HNSW build (m={args.m}, ef_construction={args.ef_construction})",
+                f"{build_s:.0f} s",
+            ]
+        )
         print(f"pg loaded in {load.seconds:.0f} s (HNSW {build_s:.0f} s)", file=sys.stderr)
         for ef in [int(x) for x in args.ef.split(",")]:
             store.ef_search = ef
@@ -224,6 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sigma", type=float, default=0.02, help="noise per dimension")
     parser.add_argument("--mix", action="store_true", help="blend two model vectors per node")
     parser.add_argument("--ef", default="40,100,200", help="hnsw.ef_search values to time")
+    parser.add_argument("--m", type=int, default=16, help="HNSW m (links per node)")
+    parser.add_argument("--ef-construction", type=int, default=64, help="HNSW ef_construction")
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL schema afterwards")
     args = parser.parse_args(argv)

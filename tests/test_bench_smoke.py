@@ -142,3 +142,33 @@ def test_longmix_bench_small(tmp_path: Path) -> None:
         assert sum(v[0] for (m, c), v in rows.items() if m == mode and c != "all") == n
     # Far from chance (10 of ~200 messages is 5%).
     assert rows[("hybrid", "all")][2] > 0.3
+
+
+@pytest.mark.postgres
+def test_search_pg_bench_small(pg_url: str) -> None:
+    out = run_bench(
+        "search_pg.py",
+        "--nodes",
+        "1500",
+        "--unique",
+        "300",
+        "--queries",
+        "8",
+        "--sqlite-queries",
+        "4",
+        "--mix",
+        "--ef",
+        "200",
+        "--url",
+        pg_url,
+    )
+    assert "1,500 memories (blends" in out
+    for row in (
+        "NumPy exact scan",
+        "PostgreSQL store.search vector (HNSW, ef_search=200)",
+        "PostgreSQL store.search hybrid",
+        "SQLite store.search hybrid",
+    ):
+        assert re.search(re.escape(row) + r"[^|]*\| " + NUMBER, out), row
+    recall = re.search(r"recall@10 vs exact, ef_search=200 [^|]*\| " + NUMBER, out)
+    assert recall is not None and float(recall.group(1)) >= 0.9

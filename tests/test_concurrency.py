@@ -84,6 +84,7 @@ def test_thirty_first_hooks_on_a_new_project_are_all_answered(
             "hook_event_name": "UserPromptSubmit",
             "prompt": f"Our billing service {i} runs on Postgres 16 in Frankfurt.",
         }
+
         async def answer_then_store() -> hooks.HookReply:
             reply = await hooks.handle("prompt", json.dumps(payload).encode())
             await reply.settle()  # the store half, after the answer, writes the trace

@@ -181,6 +181,17 @@ def test_every_injection_attempt_is_judged_as_one_and_few_benign_rules_are() -> 
     assert len(refused) <= 0.05 * len(BENIGN_RULES), refused
 
 
+def test_the_held_out_attacks_and_rules_are_mostly_judged_right() -> None:
+    """Texts the detector was not written against (see the corpus): most attacks, no benign rule."""
+    from octygraph.heuristics.intent import injection_reason
+    from tests.security_corpus import HELD_OUT_BENIGN, HELD_OUT_INJECTIONS
+
+    caught = sum(injection_reason(text) is not None for text in HELD_OUT_INJECTIONS)
+    refused = [text for text in HELD_OUT_BENIGN if injection_reason(text) is not None]
+    assert caught >= 0.9 * len(HELD_OUT_INJECTIONS)
+    assert len(refused) <= 0.05 * len(HELD_OUT_BENIGN), refused
+
+
 @pytest.mark.parametrize("source", ["user", "claude"])
 def test_no_injection_attempt_stores_an_instruction(source: str, home: Path) -> None:
     """Through the prompt path and the Stop hook path: nothing from an attack message is stored."""

@@ -35,7 +35,7 @@ _PAYLOAD: Final = re.compile(
     \b(?:curl|wget|fetch|iwr|invoke-webrequest|irm)\b[^\n|;]{{0,200}}?(?:https?://|\d+\.\d+\.\d+\.\d+)
         [^\n|]{{0,200}}\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b
     | \b(?:curl|wget)\b[^\n|]{{0,200}}\|\s*(?:sudo\s+)?(?:python\d?|perl|ruby|node|iex)\b
-    | \$\(\s*(?:curl|wget)\b | `\s*(?:curl|wget)\b[^`]*`\s*\)
+    | \$\(\s*(?:curl|wget)\b | `\s*(?:curl|wget)\b[^`]*`\s*\) | <\(\s*(?:curl|wget)\b
     | \b(?:base64\s+(?:-d|--decode)|openssl\s+enc\s+-d)\b[^\n]{{0,40}}\|\s*(?:ba|z)?sh\b
     | \bexec\s*\(\s*(?:urllib|requests|urlopen)
     | \bpowershell\b[^\n]{{0,40}}-(?:enc|encodedcommand)\b
@@ -45,13 +45,21 @@ _PAYLOAD: Final = re.compile(
     | \brm\s+-rf\s+(?:/|~|\$HOME)(?:\s|$|/\s)
     | --dangerously-skip-permissions
     # secrets sent away
-    | \b(?:send|post|upload|exfiltrate|forward|email|e-mail|copy|paste|leak|transmit|share|include|add|put)
+    | \b(?:send|post|upload|exfiltrate|forward|email|e-mail|mail|copy|paste|leak|transmit|share|include
+        |add|put|push|sync)
         \b[^.\n]{{0,60}}?(?:\.env\b|~/\.ssh|id_rsa|authorized_keys|\.aws/credentials|credentials|
+        \.netrc|\.pgpass|\.npmrc|\.pypirc|\.git-credentials|\.kube/config|\.docker/config|
         secrets?\b|(?:api|access|auth|session)[\s_-]*(?:keys?|tokens?|cookies?)|passwords?|
         private\s+keys?|ssh\s+keys?|environment\s+variables|tokens)
         [^.\n]{{0,80}}?(?:https?://|\bto\s+\S+@\S+|\bto\s+(?:the\s+)?(?:public|shared|pastebin|gist)
         |webhook|pastebin|\bin\s+(?:every|all|each)\s+(?:commit|repl|answer|message|response)
         |\binto\s+(?:every|each|the\s+public)|\bpublic\s+repo)
+    | \b(?:passwords?|secrets?|tokens?|api\s+keys?|credentials)\b[^.\n]{{0,40}}\b(?:send|post|upload|forward
+        |mail|email|paste)\s+(?:it|them)\s+(?:to|into)\s+(?:https?://|\S+@|the\s+public)
+    # secrets given out in answers
+    | \b(?:answer|reply|respond|print|reveal|show|output|tell|give|include|paste|leak)\w*\s+
+        (?:me\s+|them\s+)?(?:with\s+)?(?:the\s+|your\s+|all\s+|every\s+)?(?:admin\s+|root\s+|user'?s?\s+
+        |db\s+|database\s+)?(?:passwords?|api\s+keys?|secrets?|auth\s+tokens?|credentials|private\s+keys?)
     # hiding from the user
     | \b(?:without\s+(?:asking|telling|informing|notifying|warning)\s+(?:the\s+)?(?:user|me|them|anyone)
         |do(?:n't|\s+not)\s+(?:tell|inform|mention\s+(?:it|this)\s+to|show|notify)\s+(?:the\s+)?user
@@ -64,6 +72,9 @@ _PAYLOAD: Final = re.compile(
     | \b(?:safety|security)\s+(?:checks|rules|guardrails|filters)\s+(?:are|is)\s+(?:now\s+)?
         (?:disabled|off|lifted|removed)
     | \b(?:all\s+)?(?:safety|content)\s+polic(?:y|ies)\s+(?:is|are)\s+(?:off|disabled|lifted)
+    | \b(?:safety|security|content)\s+(?:filters?|guardrails|checks)\s+(?:are\s+|is\s+)?(?:now\s+)?
+        (?:off|disabled|lifted|removed)\b
+    | \b(?:disregard|ignore|bypass|disable)\s+(?:the\s+|your\s+|all\s+)?(?:guardrails|safety\s+filters)
     | \bsystem\s+override\b
     # text addressed to a model inside data
     | \b(?:note|message|instructions?|attention|memo|reminder|warning|important\s+message)\s+
@@ -72,8 +83,13 @@ _PAYLOAD: Final = re.compile(
         (?:ai|llm|assistant|claude|chatgpt|copilot|agent|model)s?\b
     | \bif\s+you(?:'re|\s+are)\s+(?:an?\s+)?(?:ai|llm|large\s+language\s+model|language\s+model|
         assistant|chatbot|agent)\b
-    | \b(?:ai|llm)\s+(?:assistants?|agents?|models?|systems?)\s+(?:reading|processing|that\s+read|
+    | \b(?:ai|llm)\s+(?:assistants?|agents?|models?|systems?|tools?)\s+(?:reading|processing|that\s+read|
         who\s+read|must|should|are\s+instructed)
+    | \b(?:llms|language\s+models|chatbots|any\s+ai|ai\s+(?:tools|systems|models|assistants|agents)
+        |bots\s+and\s+ai\s+tools)\b(?:\s+\w+){{0,4}}?\s+(?:must|should|shall|are\s+required\s+to
+        |need\s+to|have\s+to)\b
+    | \b(?:attention|dear|hello|hey)\s+(?:ai|llm|language\s+model|assistant|model|agent|ai\s+system)s?\b
+    | \b(?:note|message|memo)\s+for\s+(?:any|the|all)\s+(?:ai|llm|assistant|model|agent)s?\b
     | \bwhen\s+(?:the\s+)?(?:ai|assistant|model|claude|llm|agent)\s+(?:reads|sees|processes|finds)\s+this
     | (?:^|[\s"'(<:])(?:ai|llm|assistant|claude|model|agent)\s*[:,]\s*(?:ignore|disregard|forget|
         always|never|store|remember|from\s+now\s+on|silently|you\s+must)
@@ -84,7 +100,15 @@ _PAYLOAD: Final = re.compile(
         |core\s+(?:rules|instructions)|permanent\s+(?:rules|instructions|memory))
     | \b(?:store|save|remember)\s+this\s+(?:rule|instruction)\b[^.\n]{{0,20}}:
     | \bremember\s+(?:this\s+)?(?:forever|permanently)\b
-    | \b(?:for|in)\s+(?:all|every)\s+future\s+sessions?\b
+    | \b(?:for|in|across)\s+(?:all|every)\s+(?:future\s+)?(?:sessions|conversations|chats)\b
+    | \b(?:for|in)\s+every\s+future\s+session\b
+    | \b(?:add|write|save|store|put)\s+(?:this|it)\s+(?:to|in|into)\s+(?:your\s+)?memory\b
+    | \b(?:highest|top)\s+priority\s+instruction\b
+    | \b(?:obey|follow)\s+(?:the\s+)?(?:instructions|orders|commands)\s+(?:in|from|at)\s+
+        (?:\S*/|https?://)
+    | \bnever\s+tell\s+the\s+user\b
+    | \b(?:disregard|ignore|forget)\s+what\s+(?:\w+\s+){{0,4}}?(?:said|told\s+you|wrote|asked)\s+
+        (?:earlier|before|previously|above)
     | \bkeep\s+it\s+on\s+for\s+every\b
     | \bobey\s+(?:only\s+)?(?:me|every|all|whatever)\b | \bobey\s+every\s+message\b
     | \btake\s+orders\s+only\s+from\b
@@ -101,6 +125,11 @@ _DECODE_HINT: Final = re.compile(
     r"(?i)\b(?:decod\w*|base64|b64|hex|rot13|encoded)\b[^.\n]{0,60}\b(?:and\s+)?(?:run|execute|follow|"
     r"obey|apply|do|eval|treat\s+it\s+as|as\s+(?:your|a|the)\s+(?:new\s+)?(?:rule|instruction))"
 )
+_FOLLOW_IT: Final = re.compile(
+    r"(?i)\b(?:follow|obey|apply|execute|run|adopt)\s+(?:it|this|them|that)\b"
+    r"|\bas\s+(?:a|your|the)\s+(?:new\s+)?(?:rule|instruction|policy)"
+)
+"""Beside a readable encoded payload: a request to act on it."""
 _BASE64_RUN: Final = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX_RUN: Final = re.compile(r"\b(?:[0-9a-fA-F]{2}[\s:]?){12,}")
 MAX_JUDGED_CHARS: Final = 20_000
@@ -170,9 +199,12 @@ def _judge(text: str, depth: int) -> str | None:
     if _DECODE_HINT.search(text):
         return "it asks for an encoded payload to be decoded and followed"
     if depth < 2:
-        for hidden in _decoded(text):
+        hidden_texts = _decoded(text)
+        for hidden in hidden_texts:
             if _judge(hidden, depth + 1) is not None:
                 return "it hides an injection in an encoded payload"
+        if hidden_texts and _FOLLOW_IT.search(text):
+            return "it asks for an encoded payload to be followed"
     return None
 
 

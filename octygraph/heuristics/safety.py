@@ -25,11 +25,41 @@ __all__ = [
 _AI: Final = r"(?:ai|a\.i\.|llm|language\s+model|assistant|agent|model|chatbot|bot|claude|gpt|chatgpt|copilot)s?"
 _INJECTION: Final = re.compile(
     rf"""(?ix)
-    \b(?:ignore|disregard|forget|override|skip|bypass|stop\s+following|abandon|drop)\s+
-        (?:all\s+|any\s+|the\s+|your\s+|my\s+|of\s+)*
-        (?:previous|prior|above|earlier|preceding|former|original|system|existing|current|old)\s+
-        (?:instructions?|prompts?|directions?|directives?|messages?|guidelines?|orders?|programming
+    \b(?:ignore|ignoring|disregard|forget|override|skip|bypass|stop\s+following|abandon|drop|discard
+        |overlook|set\s+aside|cancel|revoke|erase|wipe|reset|clear|throw\s+away|void)\s+
+        (?:all\s+|any\s+|the\s+|your\s+|my\s+|of\s+|these\s+|those\s+)*
+        (?:previous|prior|above|earlier|preceding|former|original|system|existing|current|old|initial)\s+
+        (?:instructions?|prompts?|directions?|directives?|messages?|guidelines?|guidance|orders?
+          |programming|commands?|constraints|restrictions|polic(?:y|ies)|training
           |(?:rules?|context)(?!\s+(?:for|about|of|on)\s))
+    | \b(?:ignore|ignoring|disregard|forget|override|bypass|discard|overlook|set\s+aside|cancel|reset
+        |erase|abandon)\s+(?:all\s+(?:of\s+)?)?your\s+(?:\w+\s+)?(?:instructions|directives|guidelines
+        |guidance|rules|programming|constraints|restrictions|guardrails|training|orders|prompt)
+    | \bforget\s+(?:what|everything|anything)\s+(?:you(?:'ve|\s+have|\s+were|\s+had)?\s+)?
+        (?:been\s+)?(?:told|taught|instructed|learned)
+    | \b(?:previous|prior|earlier|old|existing|system|your|all)\s+(?:\w+\s+)?(?:instructions|rules
+        |guidelines|directives|orders)\s+(?:no\s+longer\s+apply|are\s+(?:now\s+)?(?:void|obsolete
+        |cancel+ed|revoked|superseded|null|invalid|lifted|suspended))
+    | \beverything\s+(?:before|above|prior\s+to)\s+(?:this|here)\b[^.\n]{{0,20}}\b(?:obsolete|void
+        |ignored|cancel+ed|invalid)
+    | \b(?:new|updated|revised|real|true)\s+(?:standing\s+)?(?:directive|order|mandate)s?\s+
+        (?:for|to)\s+(?:the\s+|any\s+|all\s+)?(?:ai|assistant|model|llm|agent|you)\b
+    | \byour\s+(?:true|real|actual|new|hidden)\s+(?:instructions|orders|directives|rules|purpose)
+        \s+(?:are|is)\b
+    | \b(?:system|admin|administrator|security|developer)\s+(?:notice|alert|message|update|directive
+        |announcement)\s*[:\-]
+    | \bthe\s+(?:assistant|ai|model|llm|agent)\s+(?:is|are)\s+(?:now\s+)?(?:required|instructed
+        |ordered|authori[sz]ed|permitted|allowed)\s+to
+    | \bi\s+am\s+(?:your|the|an?)\s+(?:new\s+)?(?:developer|creator|administrator|admin|operator
+        |owner|programmer)\b
+    | \bas\s+(?:your|the\s+new|the)\s+(?:system\s+)?(?:admin(?:istrator)?|developer|creator|owner
+        |operator)\b[^.\n]{{0,40}}\b(?:tell|order|instruct|command)\w*\s+you
+    | \byou(?:'re|\s+are)?\s+(?:now\s+)?(?:an?\s+)?(?:\w+\s+){{0,6}}?(?:with|have|has)\s+no\s+
+        (?:limits|restrictions|rules|guardrails|filters|boundaries|limitations)
+    | \byou\s+(?:no\s+longer\s+have|don't\s+have|do\s+not\s+have)\s+(?:any\s+)?(?:restrictions
+        |limits|rules|guardrails|filters|limitations)
+    | \byou\s+(?:now\s+)?(?:only\s+)?(?:obey|follow|listen\s+to|take\s+orders\s+from)\s+(?:only\s+)?
+        (?:me|my\s+(?:rules|orders|instructions|commands))
     | \b(?:ignore|disregard|forget)\s+(?:all|everything)\s+(?:you\s+(?:were|have\s+been)\s+told
         |above|before|else|prior)
     | \bdisregard\s+(?:the\s+|your\s+|all\s+)?(?:system\s+prompt|instructions|guidelines)

@@ -92,10 +92,10 @@ def _core(dim: int) -> list[str]:
     ]
 
 
-def vector_index_ddl() -> str:
+def vector_index_ddl(m: int = HNSW_M, ef_construction: int = HNSW_EF_CONSTRUCTION) -> str:
     return (
         "CREATE INDEX IF NOT EXISTS idx_embeddings_hnsw ON embeddings USING hnsw "
-        f"(vector vector_cosine_ops) WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
+        f"(vector vector_cosine_ops) WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
     )
 
 

@@ -1194,8 +1194,11 @@ class PostgresStore:
         vectors: np.ndarray,
         *,
         progress: Callable[[int], None] | None = None,
+        hnsw: tuple[int, int] | None = None,
     ) -> float:
         """Load many edge-less nodes with their vectors fast: COPY, then one HNSW build.
+
+        `hnsw` overrides the index's (m, ef_construction) for this build (benchmarks of denser graphs).
 
         For imports and benchmarks of large graphs (a million memories): the HNSW index is dropped and
         built once at the end, which is many times faster than inserting into it row by row. Readers see
@@ -1260,7 +1263,7 @@ class PostgresStore:
             # A bigger build memory keeps the graph in RAM while it is built; a spill is far slower.
             self._conn.execute("SET maintenance_work_mem = '4GB'")
             self._conn.execute("SET max_parallel_maintenance_workers = 1")
-            self._conn.execute(vector_index_ddl())
+            self._conn.execute(vector_index_ddl(*hnsw) if hnsw else vector_index_ddl())
             self._conn.execute("ANALYZE nodes")
             self._conn.execute("ANALYZE embeddings")
         self._corpus = None
