@@ -33,7 +33,7 @@ from octygraph.store.pg_schema import (
     vector_index_ddl,
 )
 from octygraph.store.protocol import SearchMode
-from octygraph.store.ranking import BM25_B, BM25_K1, candidate_ids, fuse, hub_scores
+from octygraph.store.ranking import BM25_B, BM25_K1, rank_hits
 from octygraph.store.schema import ARCHIVED, DEFAULT_SCOPE, NODE_TYPES, SUBTYPES
 from octygraph.store.sqlite import (
     _NODE_COLS,
@@ -1077,38 +1077,19 @@ class PostgresStore:
         keyword: dict[str, float] = {}
         if mode != "vector":
             keyword = dict(self._keyword_candidates(query, pool, where, args))
-        ids = candidate_ids(vector, keyword, mode, pool)
-        if not ids:
-            return []
-        hub = np.zeros(len(ids), dtype=np.float32)
-        if qvec is not None and mode == "hybrid":
-            try:
-                hub = hub_scores(ids, self._vectors_of(ids), qvec, vector)
-            except ValueError:
-                raise EmbeddingMismatch(
-                    "Stored vectors have another dimension than the query; run `octygraph reindex`."
-                ) from None
-        elif qvec is not None:
-            missing = [i for i in ids if i not in vector]
-            if missing:
-                vector.update(self.cosines(qvec, missing))
-        fused, cos, kw_norm = fuse(ids, vector, keyword, hub, mode)
-        order = [int(i) for i in np.argsort(-fused, kind="stable")]
-        if min_cosine is not None:
-            order = [i for i in order if float(cos[i]) >= min_cosine]
-        hits: list[Hit] = []
-        step = limit + 10
-        for start in range(0, len(order), step):
-            part = order[start : start + step]
-            nodes = {n.id: n for n in self.get_nodes([ids[i] for i in part])}
-            for idx in part:
-                node = nodes.get(ids[idx])
-                if node is None or (not include_superseded and node.superseded_by):
-                    continue
-                hits.append(Hit(node, float(fused[idx]), float(cos[idx]), float(kw_norm[idx])))
-                if len(hits) >= limit:
-                    return hits
-        return hits
+        return rank_hits(
+            vector,
+            keyword,
+            mode=mode,
+            pool=pool,
+            qvec=qvec,
+            limit=limit,
+            min_cosine=min_cosine,
+            include_superseded=include_superseded,
+            vectors_of=self._vectors_of,
+            cosines=self.cosines,
+            get_nodes=self.get_nodes,
+        )
 
     # ------------------------------------------------------------------ maintenance
 

@@ -7,11 +7,15 @@ two differently shaped sets (bench/README.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from octygraph.store.protocol import SearchMode
+
+if TYPE_CHECKING:
+    from octygraph.store.sqlite import Hit, Node
 
 # Hybrid adds the z-scores of both halves over the candidates, VECTOR_WEIGHT for the cosine side. Z-scores
 # adapt to how peaked each half's scores are; min-max fusion fell behind on the long histories, reciprocal
@@ -115,3 +119,60 @@ def fuse(
         semantic = zscore(cos - HUB_WEIGHT * hub)
         fused = VECTOR_WEIGHT * semantic + (1 - VECTOR_WEIGHT) * lexical
     return fused, cos, kw_norm
+
+
+def rank_hits(
+    vector: dict[str, float],
+    keyword: dict[str, float],
+    *,
+    mode: SearchMode,
+    pool: int,
+    qvec: np.ndarray | None,
+    limit: int,
+    min_cosine: float | None,
+    include_superseded: bool,
+    vectors_of: Callable[[list[str]], dict[str, np.ndarray]],
+    cosines: Callable[[np.ndarray, list[str]], dict[str, float]],
+    get_nodes: Callable[[list[str]], list[Node]],
+) -> list[Hit]:
+    """Fuse a backend's vector and keyword candidates into the best `limit` hits, in rank order.
+
+    The backends differ in how they find candidates; what they do with them is this, whatever the store.
+    """
+    # Imported here: the node types live beside the SQLite backend, which imports this module.
+    from octygraph.store.sqlite import EmbeddingMismatch, Hit
+
+    ids = candidate_ids(vector, keyword, mode, pool)
+    if not ids:
+        return []
+    hub = np.zeros(len(ids), dtype=np.float32)
+    if qvec is not None and mode == "hybrid":
+        # Every candidate's vector: exact cosines, and the hubness correction needs them anyway.
+        try:
+            hub = hub_scores(ids, vectors_of(ids), qvec, vector)
+        except ValueError:
+            raise EmbeddingMismatch(
+                "Stored vectors have another dimension than the query; run `octygraph reindex`."
+            ) from None
+    elif qvec is not None:
+        missing = [i for i in ids if i not in vector]
+        if missing:
+            vector.update(cosines(qvec, missing))
+    fused, cos, kw_norm = fuse(ids, vector, keyword, hub, mode)
+    order = [int(i) for i in np.argsort(-fused, kind="stable")]
+    if min_cosine is not None:
+        order = [i for i in order if float(cos[i]) >= min_cosine]
+    hits: list[Hit] = []
+    # Load nodes in rank order, a few more than needed at a time (some may have been superseded).
+    step = limit + 10
+    for start in range(0, len(order), step):
+        part = order[start : start + step]
+        nodes = {n.id: n for n in get_nodes([ids[i] for i in part])}
+        for idx in part:
+            node = nodes.get(ids[idx])
+            if node is None or (not include_superseded and node.superseded_by):
+                continue
+            hits.append(Hit(node, float(fused[idx]), float(cos[idx]), float(kw_norm[idx])))
+            if len(hits) >= limit:
+                return hits
+    return hits
