@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.scenarios import CHECK_KINDS, evaluate, load_scenarios
+from bench.scenarios import CHECK_KINDS, DbReport, evaluate, load_scenarios
 from octygraph.embeddings import LocalEmbeddings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -94,10 +94,18 @@ def test_reliable_scenarios_pass_on_postgres_as_on_sqlite(
     suite = load_scenarios().select(list(RELIABLE))
     on_sqlite = evaluate(suite, embedder, tmp_path / "sqlite")
     on_postgres = evaluate(suite, embedder, tmp_path / "pg", database_url=pg_url)
-    assert [(c.scenario, c.kind, c.step, c.passed, c.context) for c in on_postgres.checks] == [
-        (c.scenario, c.kind, c.step, c.passed, c.context) for c in on_sqlite.checks
-    ]
-    assert [p.context_chars for p in on_postgres.prompts] == [
-        p.context_chars for p in on_sqlite.prompts
+
+    # A prompt that stores something is retrieved for while its store half runs (answer first), so
+    # whether its context still shows the memory it replaces depends on timing, not on the backend:
+    # the contexts are compared where nothing was stored, the verdicts everywhere.
+    def outcome(report: DbReport) -> list[tuple[str, str, int, bool, str | None]]:
+        return [
+            (c.scenario, c.kind, c.step, c.passed, None if c.stored else c.context)
+            for c in report.checks
+        ]
+
+    assert outcome(on_postgres) == outcome(on_sqlite)
+    assert [None if p.stored else p.context_chars for p in on_postgres.prompts] == [
+        None if p.stored else p.context_chars for p in on_sqlite.prompts
     ]
     assert not on_postgres.failures()
