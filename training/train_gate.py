@@ -11,8 +11,10 @@ Method: one row per segment (`octygraph.judgement.segments`, the unit the gate j
 the local model's sentence vector plus the named shape features. `MEMBERS` networks with one hidden
 layer of `HIDDEN` ReLU units, from different seeds, decide durable vs not by their mean probability (out of fold they keep more durable sentences than a
 logistic regression at the same false-keep rate, and separate acknowledgements from short facts, which a
-linear model over sentence vectors does not); a multinomial logistic regression, fitted on durable rows
-only, picks the kind. Weight decay is chosen by 5-fold cross-validation on the training part. The bars
+linear model over sentence vectors does not). Beside them a logistic model over hashed words and word
+pairs (`octygraph.judgement.ngrams`) reads how the sentence is worded; the gate averages the two votes as
+log-odds (out of fold, the blend keeps about a third more durable sentences than the networks alone at a
+1% false-keep rate). A multinomial logistic regression, fitted on durable rows only, picks the kind. Weight decay and the wording model's C are chosen by 5-fold cross-validation on the training part. The bars
 per source (user prompt, assistant reply) and message length come from the out-of-fold false-keep rate
 (`bars_by_length`): a wrong memory costs more than a missed one.
 """
@@ -30,8 +32,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from octygraph.judgement.gate import GATE_FILE, KINDS, gate_features
+from octygraph.judgement.gate import GATE_FILE, KINDS, blend, gate_features
 from octygraph.judgement.linear import Logistic, Mlp, save_logistic, save_mlp
+from octygraph.judgement.ngrams import N_FEATURES, hashed_ngrams
 from octygraph.judgement.segments import Segment, segments
 from octygraph.judgement.shape import FEATURE_NAMES
 from training.common import HERE, embed, held_out, precision_recall, read_jsonl
@@ -40,6 +43,7 @@ SETS = HERE / "storage"
 OUT = HERE.parent / "octygraph" / "data" / GATE_FILE
 REPORT = HERE / "gate_report.json"
 ALPHA_GRID = (0.003, 0.01, 0.03)
+WORDING_C_GRID = (1.0, 4.0, 16.0)
 HIDDEN = 128
 MEMBERS = 5
 VECTOR_DIMS = 384
@@ -195,6 +199,28 @@ def _fit_durable(x: np.ndarray, y: np.ndarray, alpha: float) -> Mlp:
     )
 
 
+def _fit_wording(x: np.ndarray, y: np.ndarray, c: float) -> Logistic:
+    """Logistic model over hashed words and pairs; the rows are already scaled (unit length)."""
+    from sklearn.linear_model import LogisticRegression
+
+    model = LogisticRegression(C=c, max_iter=3000, class_weight="balanced").fit(x, y)
+    return Logistic(
+        mean=np.zeros(1, dtype=np.float32),
+        scale=np.ones(1, dtype=np.float32),
+        coef=model.coef_.astype(np.float32),
+        intercept=model.intercept_.astype(np.float32),
+        classes=("false", "true"),
+    )
+
+
+def wording_out_of_fold(x: np.ndarray, y: np.ndarray, folds: np.ndarray, c: float) -> np.ndarray:
+    p = np.zeros(len(y), dtype=np.float64)
+    for f in sorted(set(folds.tolist())):
+        train, test = folds != f, folds == f
+        p[test] = _fit_wording(x[train], y[train], c).proba(x[test])
+    return p
+
+
 def _folds(groups: list[str], k: int = 5) -> np.ndarray:
     unique = sorted(set(groups))
     rng = np.random.default_rng(SEED)
@@ -263,7 +289,12 @@ def main() -> int:
     oof = {a: out_of_fold(xt, yt, folds, a) for a in ALPHA_GRID}
     losses = {a: log_loss(yt, p) for a, p in oof.items()}
     alpha = min(losses, key=lambda a: losses[a])
-    p_oof = oof[alpha]
+    words = hashed_ngrams([r.segment.text for r in rows])
+    wording_oof = {c: wording_out_of_fold(words[train], yt, folds, c) for c in WORDING_C_GRID}
+    # C is chosen for the blend, the probability the gate acts on.
+    blend_losses = {c: log_loss(yt, blend(oof[alpha], p)) for c, p in wording_oof.items()}
+    wording_c = min(blend_losses, key=lambda c: blend_losses[c])
+    p_oof = blend(oof[alpha], wording_oof[wording_c])
     bars = {
         s: bars_by_length(yt[sources[train] == s], p_oof[sources[train] == s], args.max_false_store)
         for s in ("user", "assistant")
@@ -271,6 +302,7 @@ def main() -> int:
     thresholds = {s: b[0] for s, b in bars.items()}  # a one-sentence message
 
     durable = _fit_durable(xt, yt, alpha)
+    wording = _fit_wording(words[train], yt, wording_c)
     kind_rows = train & y & np.array([r.kind in KINDS for r in rows])
     kind = _fit(
         x[kind_rows],
@@ -286,11 +318,14 @@ def main() -> int:
         "durable": int(y.sum()),
         "alpha": alpha,
         "cv_log_loss": {str(k): round(v, 4) for k, v in losses.items()},
+        "wording_c": wording_c,
+        "wording_features": N_FEATURES,
+        "cv_log_loss_blend": {str(k): round(v, 4) for k, v in blend_losses.items()},
         "max_false_store": args.max_false_store,
         "bars_by_segments": bars,
         "by_source": {},
     }
-    p_test = durable.proba(x[test])
+    p_test = blend(durable.proba(x[test]), wording.proba(words[test]))
     for s in ("user", "assistant"):
         m_tr, m_te = sources[train] == s, sources[test] == s
         cv = precision_recall(yt[m_tr], p_oof[m_tr] >= thresholds[s])
@@ -325,6 +360,7 @@ def main() -> int:
         "feature_names": np.array(FEATURE_NAMES),
     }
     save_mlp(arrays, "durable", durable)
+    save_logistic(arrays, "wording", wording)
     save_logistic(arrays, "kind", kind)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(args.out, **arrays)

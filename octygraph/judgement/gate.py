@@ -25,6 +25,7 @@ from octygraph.judgement.linear import (
     load_mlp,
     model_arrays,
 )
+from octygraph.judgement.ngrams import hashed_ngrams
 from octygraph.judgement.segments import Segment, segments
 from octygraph.judgement.shape import shape_features
 
@@ -57,17 +58,31 @@ def gate_features(segs: list[Segment], vectors: np.ndarray, *, assistant: bool) 
     return np.hstack([vectors.astype(np.float32), shapes])
 
 
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-5, 1 - 1e-5)
+    return np.asarray(np.log(p / (1 - p)))
+
+
+def blend(p_network: np.ndarray, p_wording: np.ndarray) -> np.ndarray:
+    """The two durable votes, averaged as log-odds: either one being sure carries the verdict."""
+    return np.asarray(1.0 / (1.0 + np.exp(-(_logit(p_network) + _logit(p_wording)) / 2)))
+
+
 class StorageGate:
     """Loaded weights plus the embedder they expect."""
 
     def __init__(
         self,
         durable: Mlp,
+        wording: Logistic,
         kind: Logistic,
         bars: dict[str, np.ndarray],
         embed: Embed,
     ) -> None:
         self.durable = durable
+        """Durable or not, from the sentence vector and the shape features."""
+        self.wording = wording
+        """Durable or not, from the hashed words and word pairs (`ngrams`)."""
         self.kind = kind
         self.bars = bars
         """Per source, the bar for a message of 1, 2, ... prose segments (the last for longer ones):
@@ -86,7 +101,13 @@ class StorageGate:
             raise ModelFileError(
                 f"The model file lacks {exc.args[0]}; reinstall octygraph."
             ) from exc
-        return cls(load_mlp(arrays, "durable"), load_logistic(arrays, "kind"), bars, embed)
+        return cls(
+            load_mlp(arrays, "durable"),
+            load_logistic(arrays, "wording"),
+            load_logistic(arrays, "kind"),
+            bars,
+            embed,
+        )
 
     def judge(self, message: str, *, assistant: bool = False) -> list[Judged]:
         """Every segment of `message` with its verdict, in order."""
@@ -115,7 +136,9 @@ class StorageGate:
         chosen = [segs[i] for i in prose]
         vectors = self._embed([s.text for s in chosen])
         rows = gate_features(chosen, vectors, assistant=assistant)
-        p_durable = self.durable.proba(rows)
+        p_durable = blend(
+            self.durable.proba(rows), self.wording.proba(hashed_ngrams([s.text for s in chosen]))
+        )
         p_kind = self.kind.proba(rows)
         bars = self.bars["assistant" if assistant else "user"]
         bar = float(bars[min(len(prose), len(bars)) - 1])
