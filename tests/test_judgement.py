@@ -109,6 +109,22 @@ def test_first_person_memories_say_who_spoke() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("said", "remembered"),
+    [
+        ("I want the parser tested directly", "The user wants the parser tested directly"),
+        ("I don't want to rely on --forceExit", "The user doesn't want to rely on --forceExit"),
+        ("i dont run the ui locally", "The user doesn't run the ui locally"),
+        ("I already have a staging project", "The user already has a staging project"),
+        ("I really prefer vitest", "The user really prefers vitest"),
+        ("I haven't enabled 2FA on npm", "The user hasn't enabled 2FA on npm"),
+        ("I discuss releases on Mondays", "The user discusses releases on Mondays"),
+    ],
+)
+def test_first_person_verbs_agree_with_the_user(said: str, remembered: str) -> None:
+    assert standalone(said) == remembered
+
+
 def test_the_stop_hook_keeps_lasting_outcomes_not_narration() -> None:
     reply = (
         "Let me look at the deployment config first. I migrated the sessions table to Postgres 16 "

@@ -18,14 +18,22 @@ _IRREGULAR: Final = {
     "go": "goes",
     "was": "was",
     "'m": "is",
+    "don't": "doesn't",
+    "dont": "doesn't",
+    "haven't": "hasn't",
+    "havent": "hasn't",
 }
 _NOT_VERBS: Final = frozenset(
-    "always never also just really usually still only already don't dont didn't can can't could "
-    "would will won't should must might may need think".split()
+    "always never also just really usually still only already didn't didnt can can't cant could "
+    "couldn't couldnt would wouldn't wouldnt will won't wont should shouldn't shouldnt must might may "
+    "wasn't wasnt need think".split()
+)
+_ADVERBS: Final = (
+    "always|never|also|usually|just|only|still|already|really|actually|mostly|generally"
 )
 _MY: Final = re.compile(r"(?i)\bmy\b")
 _MID_I: Final = re.compile(
-    r"(?<=[\s,;])(?:I|i)(?:('m|\s+am)|('ve|\s+have)|\s+((?:always|never|also|usually|just|only|still)\s+)?([a-z]+))\b"
+    rf"(?<=[\s,;])(?:I|i)(?:('m|\s+am)|('ve|\s+have)|\s+((?:{_ADVERBS})\s+)?([a-z]+(?:['’][a-z]+)?))\b"
 )
 _THIS_PROJECT: Final = re.compile(
     r"(?i)\b(?:this|our|the\s+current)\s+(repo|repository|project|codebase|app)\b"
@@ -33,11 +41,13 @@ _THIS_PROJECT: Final = re.compile(
 
 
 def _third_person(verb: str) -> str:
+    verb = verb.replace("’", "'")
     if verb in _IRREGULAR:
         return _IRREGULAR[verb]
-    if verb in _NOT_VERBS or verb.endswith(("ed", "s", "nt", "n't", "'d", "ll")):
+    already = verb.endswith("s") and not verb.endswith("ss")
+    if verb in _NOT_VERBS or "'" in verb or already or verb.endswith(("ed", "ll")):
         return verb
-    if verb.endswith(("sh", "ch", "x", "o", "z")):
+    if verb.endswith(("sh", "ch", "ss", "x", "o", "z")):
         return verb + "es"
     if verb.endswith("y") and len(verb) > 2 and verb[-2] not in "aeiou":
         return verb[:-1] + "ies"
