@@ -1250,9 +1250,12 @@ class PostgresStore:
         self._corpus = None
         return time.perf_counter() - began
 
-    def vectors_by_id(self) -> Iterator[tuple[str, np.ndarray]]:
-        """Every stored vector with its node id, in insertion order (for exports)."""
-        for node_id, vec in self._rows("SELECT node_id, vector FROM embeddings ORDER BY seq"):
+    def vectors_by_id(self, *, current_only: bool = False) -> Iterator[tuple[str, np.ndarray]]:
+        """Every stored vector with its node id, in insertion order (exports, brute-force baselines)."""
+        sql = "SELECT e.node_id, e.vector FROM embeddings e"
+        if current_only:
+            sql += " JOIN nodes n ON n.id = e.node_id WHERE n.superseded_by IS NULL"
+        for node_id, vec in self._rows(sql + " ORDER BY e.seq"):
             yield node_id, _np(vec)
 
     def drop_project(self) -> None:

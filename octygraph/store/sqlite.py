@@ -139,6 +139,17 @@ class Hit:
     keyword: float = 0.0
 
 
+@dataclass(frozen=True)
+class KeywordInputs:
+    """What BM25 ranks one query's keyword candidates on: rows in FTS5's order, terms as tokenized."""
+
+    node_ids: list[str]
+    terms: list[str]
+    idf: np.ndarray  # (terms,)
+    tf: np.ndarray  # (rows, terms) term counts
+    rel_len: np.ndarray  # (rows,) document length / average length
+
+
 @dataclass
 class NewNode:
     """A node to create (bulk or single)."""
@@ -261,6 +272,16 @@ class MemoryStore:
                 (int(limit),),
             ).fetchall()
         return [(str(r[0]), np.frombuffer(r[1], dtype=np.float32)) for r in rows]
+
+    def vectors_by_id(self, *, current_only: bool = False) -> Iterator[tuple[str, np.ndarray]]:
+        """Every stored vector with its node id, in insertion order (exports, brute-force baselines)."""
+        sql = "SELECT e.node_id, e.vector FROM embeddings e JOIN nodes n ON n.id = e.node_id"
+        if current_only:
+            sql += " WHERE n.superseded_by IS NULL"
+        with self._lock:
+            rows = self._conn.execute(sql + " ORDER BY e.rowid").fetchall()
+        for node_id, blob in rows:
+            yield node_id, np.frombuffer(blob, dtype=np.float32)
 
     def revision(self) -> tuple[int, int, int]:
         """Changes whenever the database may have changed, as seen through this store's connection."""
@@ -1207,6 +1228,29 @@ class MemoryStore:
             )
         return [(ids[r[0]], 1.0 - float(r[1])) for r in rows if r[0] in ids]
 
+    def _fts_preselect(
+        self, match: str, preselect: int, where: list[str], args: list[Any], *, exact: bool
+    ) -> list[Any]:
+        """(id, rowid, FTS5 rank) of the best `preselect` matches that pass the filters. Caller locks.
+
+        Not `exact`: FTS5's best rows first, then the filters (joining every match to `nodes` before
+        the sort costs more than the search itself on large databases). `exact`: filter first.
+        """
+        conditions = " AND ".join(where) if where else "1"
+        if not exact:
+            sql = (
+                "SELECT n.id, f.rowid, f.rank FROM (SELECT rowid, bm25(nodes_fts) AS rank "
+                "FROM nodes_fts WHERE nodes_fts MATCH ? ORDER BY rank LIMIT ?) f "
+                f"JOIN nodes n ON n.rowid = f.rowid WHERE {conditions} ORDER BY f.rank"
+            )
+            return self._conn.execute(sql, [match, int(preselect), *args]).fetchall()
+        sql = (
+            "SELECT n.id, nodes_fts.rowid, bm25(nodes_fts) AS rank FROM nodes_fts "
+            f"JOIN nodes n ON n.rowid = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {conditions} "
+            "ORDER BY rank LIMIT ?"
+        )
+        return self._conn.execute(sql, [match, *args, int(preselect)]).fetchall()
+
     def _keyword_candidates(
         self, query: str, k: int, where: list[str], args: list[Any]
     ) -> list[tuple[str, float]]:
@@ -1215,23 +1259,10 @@ class MemoryStore:
         if match is None:
             return []
         preselect = max(k * BM25_RESCORE_FACTOR, BM25_MIN_RESCORE)
-        conditions = " AND ".join(where) if where else "1"
-        # FTS5's best rows first, then the filters: joining every match to `nodes` before the sort costs
-        # more than the search itself on large databases. When the filters leave too few rows, filter first.
-        fast = (
-            "SELECT n.id, f.rowid, f.rank FROM (SELECT rowid, bm25(nodes_fts) AS rank FROM nodes_fts "
-            "WHERE nodes_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN nodes n ON n.rowid = f.rowid "
-            f"WHERE {conditions} ORDER BY f.rank"
-        )
-        exact = (
-            "SELECT n.id, nodes_fts.rowid, bm25(nodes_fts) AS rank FROM nodes_fts "
-            f"JOIN nodes n ON n.rowid = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {conditions} "
-            "ORDER BY rank LIMIT ?"
-        )
         with self._lock:
-            rows = self._conn.execute(fast, [match, int(preselect), *args]).fetchall()
+            rows = self._fts_preselect(match, preselect, where, args, exact=False)
             if len(rows) < min(k, preselect):
-                rows = self._conn.execute(exact, [match, *args, int(preselect)]).fetchall()
+                rows = self._fts_preselect(match, preselect, where, args, exact=True)
             try:
                 scores = self._bm25(match, [r[1] for r in rows])
             except sqlean.DatabaseError:
@@ -1243,14 +1274,45 @@ class MemoryStore:
         ranked = sorted(rows, key=lambda r: -scores.get(r[1], 0.0))
         return [(r[0], scores.get(r[1], 0.0)) for r in ranked[:k]]
 
-    def _bm25(self, match: str, rowids: Sequence[int]) -> dict[int, float]:
-        """Okapi BM25 (BM25_K1, BM25_B, non-negative idf) of FTS5 rows, from the index's own statistics.
+    def keyword_inputs(self, query: str, preselect: int) -> KeywordInputs | None:
+        """What BM25 ranks a query's keyword candidates on (current memories), for offline tuning.
 
-        The query terms go through the index's tokenizer (a temp FTS5 table), term and document counts come
-        from fts5vocab tables, lengths from FTS5's docsize and averages records. Caller holds the lock.
+        None when the query has no searchable words or matches nothing.
+        """
+        match = fts_query(query)
+        if match is None:
+            return None
+        where, args = self._filters(None, None, None, None, False)
+        with self._lock:
+            rows = self._fts_preselect(match, preselect, where, args, exact=False)
+            inputs = self._bm25_inputs(match, [r[1] for r in rows])
+        if inputs is None:
+            return None
+        terms, idf, tf, rel_len = inputs
+        return KeywordInputs([r[0] for r in rows], terms, idf, tf, rel_len)
+
+    def _bm25(self, match: str, rowids: Sequence[int]) -> dict[int, float]:
+        """Okapi BM25 (BM25_K1, BM25_B, non-negative idf) of FTS5 rows. Caller holds the lock."""
+        inputs = self._bm25_inputs(match, rowids)
+        if inputs is None:
+            return {}
+        _, idf, tf, rel_len = inputs
+        k1, b = BM25_K1, BM25_B
+        norm = (k1 * (1 - b + b * rel_len))[:, None]
+        scores = (idf[None, :] * tf * (k1 + 1) / (tf + norm)).sum(axis=1)
+        return dict(zip(rowids, scores.tolist(), strict=True))
+
+    def _bm25_inputs(
+        self, match: str, rowids: Sequence[int]
+    ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None:
+        """The query's terms, their idf, term counts (rows x terms) and relative lengths of FTS5 rows.
+
+        Everything comes from the index's own statistics: the query terms go through the index's
+        tokenizer (a temp FTS5 table), term and document counts come from fts5vocab tables, lengths
+        from FTS5's docsize and averages records. Caller holds the lock.
         """
         if not rowids:
-            return {}
+            return None
         conn = self._conn
         if not getattr(self, "_bm25_ready", False):
             tokenize = "porter unicode61"
@@ -1275,37 +1337,34 @@ class MemoryStore:
         terms = [t for (t,) in conn.execute("SELECT DISTINCT term FROM temp.octy_qtok_inst")]
         averages = conn.execute("SELECT block FROM nodes_fts_data WHERE id = 1").fetchone()
         if not terms or averages is None:
-            return {}
+            return None
         n_docs, n_tokens = (_varints(averages[0]) + [0, 0])[:2]
         avg_len = max(n_tokens / max(n_docs, 1), 1e-9)
         term_marks = ",".join("?" * len(terms))
-        idf = {
-            term: float(np.log1p((n_docs - df + 0.5) / (df + 0.5)))
-            for term, df in conn.execute(
-                f"SELECT term, doc FROM temp.octy_fts_row WHERE term IN ({term_marks})", terms
-            )
-        }
-        k1, b = BM25_K1, BM25_B
-        scores: dict[int, float] = {}
+        term_index = {t: j for j, t in enumerate(terms)}
+        idf = np.zeros(len(terms))
+        for term, df in conn.execute(
+            f"SELECT term, doc FROM temp.octy_fts_row WHERE term IN ({term_marks})", terms
+        ):
+            idf[term_index[term]] = float(np.log1p((n_docs - df + 0.5) / (df + 0.5)))
+        row_index = {rowid: i for i, rowid in enumerate(rowids)}
+        tf = np.zeros((len(rowids), len(terms)))
+        rel_len = np.ones(len(rowids))  # a row without a docsize record counts as average
         for start in range(0, len(rowids), 500):
             part = list(rowids[start : start + 500])
             marks = ",".join("?" * len(part))
-            sizes = {
-                i: (sz[0] if sz[0] < 0x80 else _varints(sz)[0]) if sz else 0
-                for i, sz in conn.execute(
-                    f"SELECT id, sz FROM nodes_fts_docsize WHERE id IN ({marks})", part
-                )
-            }
-            for doc, term, tf in conn.execute(
+            for i, sz in conn.execute(
+                f"SELECT id, sz FROM nodes_fts_docsize WHERE id IN ({marks})", part
+            ):
+                size = (sz[0] if sz[0] < 0x80 else _varints(sz)[0]) if sz else 0
+                rel_len[row_index[i]] = size / avg_len
+            for doc, term, count in conn.execute(
                 f"SELECT doc, term, count(*) FROM temp.octy_fts_inst WHERE term IN ({term_marks}) "
                 f"AND doc IN ({marks}) GROUP BY doc, term",
                 [*terms, *part],
             ):
-                norm = k1 * (1 - b + b * sizes.get(doc, avg_len) / avg_len)
-                scores[doc] = scores.get(doc, 0.0) + idf.get(term, 0.0) * tf * (k1 + 1) / (
-                    tf + norm
-                )
-        return scores
+                tf[row_index[doc], term_index[term]] = count
+        return terms, idf, tf, rel_len
 
     def _vectors_of(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of these nodes (unit length), by id."""
