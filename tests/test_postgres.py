@@ -38,6 +38,7 @@ def test_schema_migrations_and_indexes(pg_url: str, embedder: LocalEmbeddings) -
     project = _project()
     store = _open(pg_url, embedder, project)
     try:
+        # Raw SQL on purpose: this test checks the on-server schema itself.
         conn = store._conn
         migrations = conn.execute("SELECT version, name FROM octy_migrations").fetchall()
         assert [m[0] for m in migrations] == [1, 2]
@@ -274,7 +275,7 @@ def test_pipeline_and_commands_on_postgres(
     assert not settings.paths.db.exists()  # the memories went to the server only
     store = _open(pg_url, embedder, project)
     try:
-        # Checkpoints live beside the memories, in the project's schema.
+        # Checkpoints live beside the memories, in the project's schema (raw SQL: the schema itself).
         runs = store._conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints").fetchone()
         assert runs[0] >= 4
         refused = run_cli("memory", "load", "small-baseline")

@@ -365,7 +365,7 @@ def _foreign_databases(home: Path, baseline_file: Path, tmp_path: Path) -> dict[
     snaps.mkdir(parents=True, exist_ok=True)
     text = snaps / "text.db"
     text.write_text("hello, I am a text file\n" * 100)
-    alien = snaps / "alien.db"
+    alien = snaps / "alien.db"  # raw SQL on purpose: a SQLite file that is not octygraph's
     conn = sqlean.connect(str(alien))
     conn.execute("CREATE TABLE notes (body TEXT)")
     conn.commit()

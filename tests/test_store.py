@@ -256,7 +256,7 @@ def test_not_an_octygraph_database(tmp_path: Path, embedder: LocalEmbeddings) ->
     assert junk.read_bytes().startswith(b"this is not sqlite")
     import sqlite3
 
-    foreign = tmp_path / "foreign.db"
+    foreign = tmp_path / "foreign.db"  # raw SQL on purpose: a SQLite file that is not octygraph's
     with sqlite3.connect(foreign) as c:
         c.execute("CREATE TABLE people(name TEXT)")
     with pytest.raises(NotAnOctygraphDatabase, match="not an octygraph database"):
