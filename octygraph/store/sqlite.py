@@ -14,16 +14,33 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import numpy as np
 import sqlean
 import sqlite_vec
 
 from octygraph.private import private_mkdir
+from octygraph.store.dialect import SQLITE
+from octygraph.store.model import (
+    _NODE_COLS,
+    Edge,
+    Embedder,
+    EmbeddingMismatch,
+    Hit,
+    NewNode,
+    Node,
+    NotAnOctygraphDatabase,
+    Relationship,
+    StoreError,
+    _row_to_node,
+    new_id,
+    utcnow,
+    validate_node,
+)
 from octygraph.store.protocol import SearchMode
 from octygraph.store.ranking import BM25_B, BM25_K1, rank_hits
 from octygraph.store.schema import (
@@ -31,12 +48,12 @@ from octygraph.store.schema import (
     CORE_DDL,
     DEFAULT_SCOPE,
     EDGE_PAIR_INDEX,
-    NODE_TYPES,
     SCHEMA_VERSION,
     SUBTYPES,
     vec_ddl,
 )
 from octygraph.store.vector_cache import VectorCache, cache_for, note_write, write_count
+from octygraph.store.versions import VersionedStore, release_replaced
 
 # FTS5 preselects this many keyword candidates per requested one (at least BM25_MIN_RESCORE) for rescoring.
 BM25_RESCORE_FACTOR = 3
@@ -52,93 +69,6 @@ _STOPWORDS = frozenset(
 _WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
 
 
-class StoreError(Exception):
-    """A problem with the memory database; the message is one plain sentence for the user."""
-
-
-class NotAnOctygraphDatabase(StoreError):
-    """The file exists but is not an octygraph memory database."""
-
-
-class EmbeddingMismatch(StoreError):
-    """The database's vectors come from another embedding model than the one configured."""
-
-
-class Embedder(Protocol):
-    """What the store needs from an embedding model (see `octygraph.embeddings`)."""
-
-    model_id: str
-    dim: int
-
-    def embed_array(self, texts: list[str]) -> np.ndarray: ...
-
-
-@dataclass(frozen=True)
-class Node:
-    """One memory: an entity, fact, event, opinion, instruction or plan."""
-
-    id: str
-    node_type: str
-    content: str
-    subtype: str | None = None
-    salience: float = 1.0
-    confidence: float = 1.0
-    source: str = "user"
-    created_at: str = ""
-    valid_from: str | None = None
-    valid_until: str | None = None
-    superseded_by: str | None = None
-    attributes: dict[str, Any] = field(default_factory=dict)
-    can_summarize: bool = True
-    scope: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": self.node_type,
-            "subtype": self.subtype,
-            "content": self.content,
-            "salience": self.salience,
-            "confidence": self.confidence,
-            "source": self.source,
-            "created_at": self.created_at,
-            "valid_from": self.valid_from,
-            "valid_until": self.valid_until,
-            "superseded_by": self.superseded_by,
-            "attributes": self.attributes,
-            "scope": self.scope,
-        }
-
-
-@dataclass(frozen=True)
-class Edge:
-    id: str
-    source_id: str
-    target_id: str
-    edge_type: str
-    attributes: dict[str, Any] = field(default_factory=dict)
-    created_at: str = ""
-
-
-@dataclass(frozen=True)
-class Relationship:
-    """An edge seen from one entity: the node at the other end and which way the edge points."""
-
-    edge: Edge
-    node: Node
-    direction: Literal["out", "in"]
-
-
-@dataclass(frozen=True)
-class Hit:
-    """A search result: the node, its fused score, its cosine similarity and its normalised BM25."""
-
-    node: Node
-    score: float
-    cosine: float
-    keyword: float = 0.0
-
-
 @dataclass(frozen=True)
 class KeywordInputs:
     """What BM25 ranks one query's keyword candidates on: rows in FTS5's order, terms as tokenized."""
@@ -150,35 +80,6 @@ class KeywordInputs:
     rel_len: np.ndarray  # (rows,) document length / average length
 
 
-@dataclass
-class NewNode:
-    """A node to create (bulk or single)."""
-
-    node_type: str
-    content: str
-    subtype: str | None = None
-    entity_ids: Sequence[str] = ()
-    edge_type: str = "about"
-    related_ids: Sequence[str] = ()
-    salience: float = 1.0
-    confidence: float = 1.0
-    source: str = "user"
-    valid_from: str | None = None
-    valid_until: str | None = None
-    scope: float | None = None
-    attributes: dict[str, Any] | None = None
-    id: str | None = None
-    created_at: str | None = None
-
-
-def new_id() -> str:
-    return uuid.uuid4().hex[:16]
-
-
-def utcnow() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
 def fts_query(text: str) -> str | None:
     """Turn free text into an FTS5 OR-query of its content words (quoted, so no syntax errors)."""
     words = [w.lower().strip("'-") for w in _WORD.findall(text)]
@@ -188,45 +89,6 @@ def fts_query(text: str) -> str | None:
     if not terms:
         return None
     return " OR ".join('"' + t.replace('"', "") + '"' for t in terms[:32])
-
-
-def validate_node(node_type: str, subtype: str | None) -> None:
-    if node_type not in NODE_TYPES:
-        raise StoreError(f"Unknown memory type {node_type!r}; use one of: {', '.join(NODE_TYPES)}.")
-    allowed = SUBTYPES[node_type]
-    if subtype is not None and allowed and subtype not in allowed:
-        raise StoreError(
-            f"Unknown subtype {subtype!r} for {node_type}; use one of: {', '.join(allowed)}."
-        )
-
-
-def _row_to_node(row: Sequence[Any]) -> Node:
-    try:
-        attributes = json.loads(row[11] or "{}")
-    except (TypeError, ValueError):
-        attributes = {}
-    return Node(
-        id=row[0],
-        node_type=row[1],
-        subtype=row[2],
-        content=row[3],
-        salience=row[4] if row[4] is not None else 1.0,
-        confidence=row[5] if row[5] is not None else 1.0,
-        source=row[6] or "user",
-        created_at=row[7] or "",
-        valid_from=row[8],
-        valid_until=row[9],
-        superseded_by=row[10],
-        attributes=attributes if isinstance(attributes, dict) else {},
-        can_summarize=bool(row[12]) if row[12] is not None else True,
-        scope=row[13],
-    )
-
-
-_NODE_COLS = (
-    "id, node_type, subtype, content, salience, confidence, source, created_at, valid_from, "
-    "valid_until, superseded_by, attributes, can_summarize, scope"
-)
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -248,8 +110,10 @@ def _varints(blob: bytes) -> list[int]:
     return out
 
 
-class MemoryStore:
+class MemoryStore(VersionedStore):
     """The memory graph of one project, in one SQLite file."""
+
+    dialect = SQLITE
 
     def __init__(self, path: Path, embedder: Embedder, conn: Any) -> None:
         self.path = path
@@ -709,80 +573,6 @@ class MemoryStore:
                 raise
             return found, False
 
-    def supersede(self, old_id: str, new_content: str, **overrides: Any) -> Node:
-        """Replace a memory: the old node points at the new one, which inherits its edges."""
-        old = self.get_node(old_id)
-        if old is None:
-            raise StoreError(f"No memory with id {old_id!r}.")
-        if old.superseded_by:
-            raise StoreError(f"Memory {old_id} was already replaced by {old.superseded_by}.")
-        item = NewNode(
-            node_type=overrides.pop("node_type", old.node_type),
-            content=new_content,
-            subtype=overrides.pop("subtype", old.subtype),
-            salience=overrides.pop("salience", old.salience),
-            confidence=overrides.pop("confidence", old.confidence),
-            source=overrides.pop("source", old.source),
-            valid_from=overrides.pop("valid_from", old.valid_from),
-            valid_until=overrides.pop("valid_until", old.valid_until),
-            scope=overrides.pop("scope", old.scope),
-            attributes={**old.attributes, **overrides.pop("attributes", {}), "supersedes": old.id},
-        )
-        if overrides:
-            raise StoreError(f"Unknown fields for supersede: {', '.join(sorted(overrides))}.")
-        validate_node(item.node_type, item.subtype)
-        vec = self.embedder.embed_array([new_content.strip()])[0]
-        with self.transaction() as conn:
-            row = conn.execute("SELECT superseded_by FROM nodes WHERE id=?", (old_id,)).fetchone()
-            if row is None or row[0]:
-                raise StoreError(f"Memory {old_id} changed while it was being replaced; try again.")
-            # Replaced first, so a renamed entity ("acme" -> "Acme") does not meet itself in the index.
-            item.id = item.id or new_id()
-            conn.execute("UPDATE nodes SET superseded_by=? WHERE id=?", (item.id, old_id))
-            new = self._insert(conn, item, vec)
-            edges = conn.execute(
-                "SELECT source_id, target_id, edge_type, attributes FROM edges "
-                "WHERE source_id=? OR target_id=?",
-                (old_id, old_id),
-            ).fetchall()
-            for source_id, target_id, edge_type, attributes in edges:
-                source = new.id if source_id == old_id else source_id
-                target = new.id if target_id == old_id else target_id
-                self._insert_edge(conn, source, target, edge_type, json.loads(attributes or "{}"))
-            conn.execute("UPDATE nodes SET superseded_by=? WHERE id=?", (new.id, old_id))
-            conn.execute(
-                "UPDATE vec_nodes SET active=0 WHERE rowid=(SELECT rowid FROM nodes WHERE id=?)",
-                (old_id,),
-            )
-        return new
-
-    def mark_superseded(self, old_id: str, new_id: str) -> None:
-        """Mark an existing node as replaced by another existing one, copying its edges over."""
-        with self.transaction() as conn:
-            rows = conn.execute(
-                "SELECT id, superseded_by FROM nodes WHERE id IN (?, ?)", (old_id, new_id)
-            ).fetchall()
-            found = dict(rows)
-            if old_id not in found or new_id not in found:
-                raise StoreError(
-                    f"No memory with id {old_id if old_id not in found else new_id!r}."
-                )
-            if found[old_id]:
-                raise StoreError(f"Memory {old_id} was already replaced by {found[old_id]}.")
-            for source_id, target_id, edge_type, attributes in conn.execute(
-                "SELECT source_id, target_id, edge_type, attributes FROM edges "
-                "WHERE source_id=? OR target_id=?",
-                (old_id, old_id),
-            ).fetchall():
-                source = new_id if source_id == old_id else source_id
-                target = new_id if target_id == old_id else target_id
-                self._insert_edge(conn, source, target, edge_type, json.loads(attributes or "{}"))
-            conn.execute("UPDATE nodes SET superseded_by=? WHERE id=?", (new_id, old_id))
-            conn.execute(
-                "UPDATE vec_nodes SET active=0 WHERE rowid=(SELECT rowid FROM nodes WHERE id=?)",
-                (old_id,),
-            )
-
     def set_attributes(self, node_id: str, **updates: Any) -> Node:
         """Merge keys into a node's attributes (e.g. a contradiction flag for review)."""
         with self.transaction() as conn:
@@ -807,93 +597,11 @@ class MemoryStore:
             conn.execute("DELETE FROM edges WHERE source_id=? OR target_id=?", (node_id, node_id))
             conn.execute("DELETE FROM embeddings WHERE node_id=?", (node_id,))
             conn.execute("DELETE FROM vec_nodes WHERE rowid=?", (row[0],))
-            # A node that this one had replaced becomes current again.
-            for (prev_id,) in conn.execute(
-                "SELECT id FROM nodes WHERE superseded_by=?", (node_id,)
-            ).fetchall():
-                conn.execute("UPDATE nodes SET superseded_by=NULL WHERE id=?", (prev_id,))
-                conn.execute(
-                    "UPDATE vec_nodes SET active=1 WHERE rowid=(SELECT rowid FROM nodes WHERE id=?)",
-                    (prev_id,),
-                )
+            release_replaced(self._rows_for(conn), node_id)
             conn.execute("DELETE FROM nodes WHERE id=?", (node_id,))
         return True
 
-    def archive_node(self, node_id: str) -> Node:
-        """Forget a memory softly: it leaves search and retrieval but keeps its links, and can be restored.
-
-        Like `delete_node`, a version it had replaced becomes current again; `restore_node` undoes both.
-        """
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT superseded_by, attributes FROM nodes WHERE id=?", (node_id,)
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"No memory with id {node_id!r}.")
-            if row[0] == ARCHIVED:
-                raise StoreError(f"Memory {node_id} is already archived.")
-            previous = [
-                r[0] for r in conn.execute("SELECT id FROM nodes WHERE superseded_by=?", (node_id,))
-            ]
-            attributes = json.loads(row[1] or "{}")
-            attributes["archived"] = {"at": utcnow(), "was": row[0], "revived": previous}
-            conn.execute(
-                "UPDATE nodes SET superseded_by=?, attributes=? WHERE id=?",
-                (ARCHIVED, json.dumps(attributes, sort_keys=True), node_id),
-            )
-            self._set_active(conn, [node_id], False)
-            # Versions it replaced now point past it: to its own successor, or nowhere (current again).
-            conn.execute(
-                "UPDATE nodes SET superseded_by=? WHERE superseded_by=?", (row[0], node_id)
-            )
-            if row[0] is None:
-                self._set_active(conn, previous, True)
-        node = self.get_node(node_id)
-        assert node is not None
-        return node
-
-    def restore_node(self, node_id: str) -> Node:
-        """Undo `archive_node`: the memory is back where it was, and what it had replaced is again replaced."""
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT superseded_by, attributes FROM nodes WHERE id=?", (node_id,)
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"No memory with id {node_id!r}.")
-            if row[0] != ARCHIVED:
-                raise StoreError(f"Memory {node_id} is not archived; nothing to restore.")
-            attributes = json.loads(row[1] or "{}")
-            info = attributes.pop("archived", None) or {}
-            was = info.get("was")
-            # The version it pointed at may have been forgotten since: then this one is current.
-            if was and not conn.execute("SELECT 1 FROM nodes WHERE id=?", (was,)).fetchone():
-                was = None
-            conn.execute(
-                "UPDATE nodes SET superseded_by=?, attributes=? WHERE id=?",
-                (was, json.dumps(attributes, sort_keys=True), node_id),
-            )
-            self._set_active(conn, [node_id], was is None)
-            # Older versions still where the archive left them go back to being replaced by this one.
-            revived = [str(i) for i in info.get("revived") or []]
-            if revived:
-                marks = ",".join("?" * len(revived))
-                moved = [
-                    r[0]
-                    for r in conn.execute(
-                        f"SELECT id FROM nodes WHERE id IN ({marks}) "
-                        "AND (superseded_by IS NULL OR superseded_by IS ?)",
-                        [*revived, info.get("was")],
-                    )
-                ]
-                for prev_id in moved:
-                    conn.execute("UPDATE nodes SET superseded_by=? WHERE id=?", (node_id, prev_id))
-                self._set_active(conn, moved, False)
-        node = self.get_node(node_id)
-        assert node is not None
-        return node
-
-    @staticmethod
-    def _set_active(conn: Any, node_ids: Sequence[str], active: bool) -> None:
+    def _set_active(self, conn: Any, node_ids: Sequence[str], active: bool) -> None:
         for node_id in node_ids:
             conn.execute(
                 "UPDATE vec_nodes SET active=? WHERE rowid=(SELECT rowid FROM nodes WHERE id=?)",
@@ -945,32 +653,10 @@ class MemoryStore:
                     out[row[0]] = _row_to_node(row)
         return [out[i] for i in ids if i in out]
 
-    def list_nodes(
-        self,
-        *,
-        types: Sequence[str] | None = None,
-        since: str | None = None,
-        limit: int | None = 50,
-        include_superseded: bool = True,
-        source: str | None = None,
-        min_scope: float | None = None,
-    ) -> list[Node]:
-        """Nodes newest first, optionally filtered by type, creation time, source and scope."""
-        where, args = self._filters(types, None, since, None, include_superseded)
-        if source:
-            where.append("n.source = ?")
-            args.append(source)
-        if min_scope is not None:
-            where.append("n.scope >= ?")
-            args.append(min_scope)
-        sql = f"SELECT {_prefixed('n')} FROM nodes n"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY n.created_at DESC, n.rowid DESC"
-        if limit:
-            sql += f" LIMIT {int(limit)}"
+    def _select_nodes(self, tail: str, args: Sequence[Any] = ()) -> list[Node]:
         with self._lock:
-            return [_row_to_node(r) for r in self._conn.execute(sql, args)]
+            rows = self._conn.execute(f"SELECT {_prefixed('n')} FROM nodes n{tail}", args)
+            return [_row_to_node(r) for r in rows]
 
     def iter_all(self) -> Iterator[Node]:
         """Every node, oldest first (for export)."""
@@ -997,36 +683,6 @@ class MemoryStore:
                 (node_id, node_id),
             ).fetchall()
         return [Edge(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), r[5] or "") for r in rows]
-
-    def supersede_chain(self, node_id: str) -> list[Node]:
-        """The versions of a memory, oldest first, that lead to and from `node_id`."""
-        chain: list[Node] = []
-        node = self.get_node(node_id)
-        if node is None:
-            return chain
-        back: list[Node] = []
-        current = node
-        seen = {node.id}
-        while True:
-            with self._lock:
-                row = self._conn.execute(
-                    f"SELECT {_NODE_COLS} FROM nodes WHERE superseded_by=?", (current.id,)
-                ).fetchone()
-            if row is None or row[0] in seen:
-                break
-            current = _row_to_node(row)
-            seen.add(current.id)
-            back.append(current)
-        chain = list(reversed(back)) + [node]
-        current = node
-        while current.superseded_by and current.superseded_by not in seen:
-            nxt = self.get_node(current.superseded_by)
-            if nxt is None:
-                break
-            seen.add(nxt.id)
-            chain.append(nxt)
-            current = nxt
-        return chain
 
     def entity_kinds(self, limit: int = 5000) -> dict[str, str | None]:
         """Names and aliases of current entities with their subtype (the deterministic classifier's gazetteer)."""
@@ -1113,40 +769,6 @@ class MemoryStore:
         return {s if t == entity_id else t for s, t in rows}
 
     # ------------------------------------------------------------------ search
-
-    def _filters(
-        self,
-        types: Sequence[str] | None,
-        entity_id: str | None,
-        since: str | None,
-        until: str | None,
-        include_superseded: bool,
-    ) -> tuple[list[str], list[Any]]:
-        where: list[str] = []
-        args: list[Any] = []
-        if types:
-            for t in types:
-                if t not in NODE_TYPES:
-                    raise StoreError(
-                        f"Unknown memory type {t!r}; use one of: {', '.join(NODE_TYPES)}."
-                    )
-            where.append(f"n.node_type IN ({','.join('?' * len(types))})")
-            args.extend(types)
-        if not include_superseded:
-            where.append("n.superseded_by IS NULL")
-        if since:
-            where.append("(n.created_at >= ? OR n.valid_from >= ?)")
-            args.extend([since, since])
-        if until:
-            where.append("(n.created_at <= ? OR n.valid_from <= ?)")
-            args.extend([until, until])
-        if entity_id:
-            where.append(
-                "n.id IN (SELECT target_id FROM edges WHERE source_id=? "
-                "UNION SELECT source_id FROM edges WHERE target_id=?)"
-            )
-            args.extend([entity_id, entity_id])
-        return where, args
 
     def embed_query(self, query: str) -> np.ndarray:
         """The query's vector; the last few are cached because one run asks for the same text often."""
