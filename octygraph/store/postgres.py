@@ -51,7 +51,7 @@ from octygraph.store.pg_schema import (
 )
 from octygraph.store.protocol import SearchMode
 from octygraph.store.ranking import BM25_B, BM25_K1, rank_hits
-from octygraph.store.schema import DEFAULT_SCOPE, SUBTYPES
+from octygraph.store.schema import ARCHIVED, DEFAULT_SCOPE, SUBTYPES
 from octygraph.store.sqlite import _STOPWORDS, _WORD, ENTITY_MATCH_MIN_COSINE
 from octygraph.store.versions import VersionedStore, release_replaced
 
@@ -899,7 +899,8 @@ class PostgresStore(VersionedStore):
             "by_type": by_type,
             "by_subtype": by_subtype,
             "edges": edges,
-            "superseded": superseded,
+            "superseded": superseded - archived,  # as on SQLite: archived ones are counted apart
+            "archived": archived,
             "embedding_model": meta.get("embedding_model"),
             "embedding_dim": int(meta.get("embedding_dim", "0")),
             "schema_version": int(meta.get("schema_version", "0")),
