@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from octygraph.store import (
     NotAnOctygraphDatabase,
     StoreError,
 )
+from tests.conftest import open_test_store
 
 
 @pytest.fixture
@@ -227,21 +230,41 @@ class FakeOtherModel:
     def embed_array(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), 8), dtype=np.float32)
         for i, t in enumerate(texts):
-            out[i, hash(t) % 8] = 1.0
+            out[i, sum(map(ord, t)) % 8] = 1.0
         return out
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def reopen(
+    request: pytest.FixtureRequest, tmp_path: Path, embedder: LocalEmbeddings
+) -> Iterator[Callable[..., Any]]:
+    """Open one memory again and again, with any model: a file, or a project's schema on the server."""
+    where: dict[str, Any] = {}
+    if request.param == "postgres":
+        where = {
+            "url": request.getfixturevalue("pg_url"),
+            "project_id": f"t{uuid.uuid4().hex[:12]}",
+        }
+
+    def open_again(model: Any, **kwargs: Any) -> Any:
+        return open_test_store(request.param, tmp_path, model, **where, **kwargs)
+
+    yield open_again
+    if request.param == "postgres":
+        with open_again(embedder, check_model=False) as store:
+            store.drop_project()
+
+
 def test_model_mismatch_is_clear_and_reindex_fixes_it(
-    tmp_path: Path, embedder: LocalEmbeddings
+    reopen: Callable[..., Any], embedder: LocalEmbeddings
 ) -> None:
-    path = tmp_path / "m.db"
-    with MemoryStore.open(path, FakeOtherModel()) as other:
+    with reopen(FakeOtherModel()) as other:
         other.add_node("fact", "Peter handles the Anderson account")
     with pytest.raises(EmbeddingMismatch, match="octygraph reindex"):
-        MemoryStore.open(path, embedder)
-    with MemoryStore.open(path, embedder, check_model=False) as s:
+        reopen(embedder)
+    with reopen(embedder, check_model=False) as s:
         assert s.reindex() == 1
-    with MemoryStore.open(path, embedder) as s:
+    with reopen(embedder) as s:
         assert (
             s.search("who manages Anderson")[0].node.content == "Peter handles the Anderson account"
         )
