@@ -30,7 +30,7 @@ from _common import Timer, median_p95, table
 
 from octygraph.embeddings import local_embeddings
 from octygraph.store import MemoryStore, NewNode
-from octygraph.store.sqlite import SearchMode
+from octygraph.store.protocol import SearchMode
 
 PEOPLE = (
     "Peter Maria Sam Priya Jonas Aiko Carlos Fatima Liam Olga Chen Nadia Tom Grace Omar Lena Raj Sofia "

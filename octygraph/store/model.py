@@ -167,3 +167,5 @@ _NODE_COLS = (
     "id, node_type, subtype, content, salience, confidence, source, created_at, valid_from, "
     "valid_until, superseded_by, attributes, can_summarize, scope"
 )
+# The node columns of `nodes n`, in `_row_to_node`'s order.
+NODE_SELECT = ", ".join(f"n.{c.strip()}" for c in _NODE_COLS.split(","))

@@ -18,19 +18,19 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from octygraph.store.base import StoreBase
 from octygraph.store.dialect import POSTGRES
 from octygraph.store.model import (
     _NODE_COLS,
+    NODE_SELECT,
     Edge,
     Embedder,
     EmbeddingMismatch,
-    Hit,
     NewNode,
     Node,
     NotAnOctygraphDatabase,
@@ -49,11 +49,10 @@ from octygraph.store.pg_schema import (
     TS_CONFIG,
     vector_index_ddl,
 )
-from octygraph.store.protocol import SearchMode
-from octygraph.store.ranking import BM25_B, BM25_K1, rank_hits
+from octygraph.store.ranking import BM25_B, BM25_K1
 from octygraph.store.schema import ARCHIVED, DEFAULT_SCOPE, SUBTYPES
-from octygraph.store.sqlite import _STOPWORDS, _WORD, ENTITY_MATCH_MIN_COSINE
-from octygraph.store.versions import VersionedStore, release_replaced
+from octygraph.store.sqlite import _STOPWORDS, _WORD
+from octygraph.store.versions import release_replaced
 
 # HNSW candidates weighed per query (hnsw.ef_search), at least the requested pool. 200 keeps recall@10
 # against an exact scan at 0.96 on 100,000 blended model vectors (bench/search_pg.py) for ~3 ms.
@@ -64,7 +63,6 @@ BM25_MIN_RESCORE = 300
 # The average document length (BM25's length norm) is re-read at most this often.
 AVGDL_TTL_S = 60.0
 
-_NODE_SELECT = ", ".join(f"n.{c.strip()}" for c in _NODE_COLS.split(","))
 _EDGE_COLS = "id, source_id, target_id, edge_type, attributes, created_at"
 
 
@@ -104,7 +102,7 @@ def _require_driver() -> tuple[Any, Any]:
     return psycopg, register_vector
 
 
-class PostgresStore(VersionedStore):
+class PostgresStore(StoreBase):
     """The memory graph of one project, in one schema of a PostgreSQL server with pgvector."""
 
     dialect = POSTGRES
@@ -276,10 +274,6 @@ class PostgresStore(VersionedStore):
         return [(str(r[0]), _np(r[1])) for r in rows]
 
     # ------------------------------------------------------------------ writing
-
-    def add_node(self, node_type: str, content: str, **kwargs: Any) -> Node:
-        """Create one node (embedded at once) with edges to `entity_ids` and `related_ids`."""
-        return self.add_nodes([NewNode(node_type=node_type, content=content, **kwargs)])[0]
 
     def add_nodes(
         self,
@@ -479,23 +473,6 @@ class PostgresStore(VersionedStore):
                 return found, False
             return self._insert(conn, NewNode("entity", name, subtype=subtype), vec), True
 
-    def set_attributes(self, node_id: str, **updates: Any) -> Node:
-        """Merge keys into a node's attributes (e.g. a contradiction flag for review)."""
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT attributes FROM nodes WHERE id = %s FOR UPDATE", (node_id,)
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"No memory with id {node_id!r}.")
-            attributes = {**json.loads(row[0] or "{}"), **updates}
-            conn.execute(
-                "UPDATE nodes SET attributes = %s WHERE id = %s",
-                (json.dumps(attributes, sort_keys=True), node_id),
-            )
-        node = self.get_node(node_id)
-        assert node is not None
-        return node
-
     def delete_node(self, node_id: str) -> bool:
         """Remove a node with its edges and embedding. Returns False if absent."""
         with self.transaction() as conn:
@@ -553,11 +530,6 @@ class PostgresStore(VersionedStore):
         out = {r[0]: _row_to_node(r) for r in rows}
         return [out[i] for i in ids if i in out]
 
-    def _select_nodes(self, tail: str, args: Sequence[Any] = ()) -> list[Node]:
-        return [
-            _row_to_node(r) for r in self._rows(f"SELECT {_NODE_SELECT} FROM nodes n{tail}", args)
-        ]
-
     def iter_all(self) -> Iterator[Node]:
         """Every node, oldest first (for export)."""
         for row in self._rows(f"SELECT {_NODE_COLS} FROM nodes ORDER BY created_at, seq"):
@@ -576,29 +548,9 @@ class PostgresStore(VersionedStore):
         )
         return [_edge(r) for r in rows]
 
-    def entity_kinds(self, limit: int = 5000) -> dict[str, str | None]:
-        """Names and aliases of current entities with their subtype (the classifier's gazetteer)."""
-        rows = self._rows(
-            "SELECT content, subtype, attributes FROM nodes WHERE node_type = 'entity' "
-            "AND superseded_by IS NULL ORDER BY salience DESC, seq DESC LIMIT %s",
-            (limit,),
-        )
-        kinds: dict[str, str | None] = {}
-        for content, subtype, attributes in rows:
-            kinds.setdefault(content, subtype)
-            try:
-                for alias in json.loads(attributes or "{}").get("aliases", []):
-                    kinds.setdefault(str(alias), subtype)
-            except (TypeError, ValueError, AttributeError):
-                pass
-        return kinds
-
-    def entity_names(self, limit: int = 5000) -> list[str]:
-        return list(self.entity_kinds(limit))
-
     def _find_entity_exact(self, name: str) -> Node | None:
         base = (
-            f"SELECT {_NODE_SELECT} FROM nodes n WHERE n.node_type = 'entity' "
+            f"SELECT {NODE_SELECT} FROM nodes n WHERE n.node_type = 'entity' "
             "AND n.superseded_by IS NULL"
         )
         for sql in (
@@ -614,24 +566,11 @@ class PostgresStore(VersionedStore):
                 return _row_to_node(rows[0])
         return None
 
-    def find_entity(self, name: str, *, semantic: bool = True) -> Node | None:
-        """Find an entity by name: exact, case-insensitive, alias, then (optionally) semantic."""
-        name = name.strip()
-        if not name:
-            return None
-        found = self._find_entity_exact(name)
-        if found is not None or not semantic:
-            return found
-        hits = self.search(name, types=["entity"], limit=1, mode="vector")
-        if hits and hits[0].cosine >= ENTITY_MATCH_MIN_COSINE:
-            return hits[0].node
-        return None
-
     def relationships(self, entity_id: str, limit: int = 25) -> list[Relationship]:
         """Edges of an entity with the node at the other end, most salient first, current nodes only."""
         sql = f"""
             SELECT e.id, e.source_id, e.target_id, e.edge_type, e.attributes, e.created_at,
-                   {_NODE_SELECT},
+                   {NODE_SELECT},
                    CASE WHEN e.source_id = %s THEN 'out' ELSE 'in' END AS direction
             FROM edges e
             JOIN nodes n ON n.id = CASE WHEN e.source_id = %s THEN e.target_id ELSE e.source_id END
@@ -804,66 +743,6 @@ class PostgresStore(VersionedStore):
         # sorted() is stable: the full-text rank breaks ties.
         ranked = sorted(ids, key=lambda i: -scores.get(i, 0.0))
         return [(i, scores.get(i, 0.0)) for i in ranked[:k]]
-
-    def _scoped_ids(self, where: list[str], args: list[Any]) -> list[str]:
-        sql = "SELECT n.id FROM nodes n"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " LIMIT 20000"
-        return [r[0] for r in self._rows(sql, args)]
-
-    def search(
-        self,
-        query: str,
-        *,
-        types: Sequence[str] | None = None,
-        entity_id: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        days: int | None = None,
-        limit: int = 10,
-        include_superseded: bool = False,
-        mode: SearchMode = "hybrid",
-        query_vec: np.ndarray | None = None,
-        min_cosine: float | None = None,
-    ) -> list[Hit]:
-        """Search memories by meaning and words, ranked as the SQLite store ranks (see its `search`)."""
-        if not query or not query.strip():
-            raise StoreError("The search needs some words.")
-        if limit <= 0:
-            raise StoreError("The search limit must be at least 1.")
-        if days is not None:
-            since = (datetime.now(UTC) - timedelta(days=days)).strftime("%Y-%m-%d %H:%M:%S")
-        where, args = self._filters(types, entity_id, since, until, include_superseded)
-        pool = max(limit * 5, 50)
-        qvec = (
-            query_vec
-            if query_vec is not None
-            else (self.embed_query(query) if mode != "keyword" else None)
-        )
-        vector: dict[str, float] = {}
-        if qvec is not None and mode != "keyword":
-            if entity_id or since or until:
-                # Scoped searches are small: score the scope exactly instead of an over-fetched KNN.
-                vector = self.cosines(qvec, self._scoped_ids(where, args))
-            else:
-                vector = dict(self._vector_candidates(qvec, pool, types, include_superseded))
-        keyword: dict[str, float] = {}
-        if mode != "vector":
-            keyword = dict(self._keyword_candidates(query, pool, where, args))
-        return rank_hits(
-            vector,
-            keyword,
-            mode=mode,
-            pool=pool,
-            qvec=qvec,
-            limit=limit,
-            min_cosine=min_cosine,
-            include_superseded=include_superseded,
-            vectors_of=self._vectors_of,
-            cosines=self.cosines,
-            get_nodes=self.get_nodes,
-        )
 
     # ------------------------------------------------------------------ maintenance
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 import numpy as np
 
 if TYPE_CHECKING:
-    from octygraph.store.sqlite import Edge, Embedder, Hit, NewNode, Node, Relationship
+    from octygraph.store.model import Edge, Embedder, Hit, NewNode, Node, Relationship
 
 SearchMode = Literal["hybrid", "vector", "keyword"]
 

@@ -15,7 +15,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +23,14 @@ import sqlean
 import sqlite_vec
 
 from octygraph.private import private_mkdir
+from octygraph.store.base import StoreBase
 from octygraph.store.dialect import SQLITE
 from octygraph.store.model import (
     _NODE_COLS,
+    NODE_SELECT,
     Edge,
     Embedder,
     EmbeddingMismatch,
-    Hit,
     NewNode,
     Node,
     NotAnOctygraphDatabase,
@@ -41,8 +41,7 @@ from octygraph.store.model import (
     utcnow,
     validate_node,
 )
-from octygraph.store.protocol import SearchMode
-from octygraph.store.ranking import BM25_B, BM25_K1, rank_hits
+from octygraph.store.ranking import BM25_B, BM25_K1
 from octygraph.store.schema import (
     ARCHIVED,
     CORE_DDL,
@@ -53,12 +52,11 @@ from octygraph.store.schema import (
     vec_ddl,
 )
 from octygraph.store.vector_cache import VectorCache, cache_for, note_write, write_count
-from octygraph.store.versions import VersionedStore, release_replaced
+from octygraph.store.versions import release_replaced
 
 # FTS5 preselects this many keyword candidates per requested one (at least BM25_MIN_RESCORE) for rescoring.
 BM25_RESCORE_FACTOR = 3
 BM25_MIN_RESCORE = 300
-ENTITY_MATCH_MIN_COSINE = 0.72
 
 _STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does doing for from had has have he her hers him
@@ -110,7 +108,7 @@ def _varints(blob: bytes) -> list[int]:
     return out
 
 
-class MemoryStore(VersionedStore):
+class MemoryStore(StoreBase):
     """The memory graph of one project, in one SQLite file."""
 
     dialect = SQLITE
@@ -370,10 +368,6 @@ class MemoryStore(VersionedStore):
 
     # ------------------------------------------------------------------ writing
 
-    def add_node(self, node_type: str, content: str, **kwargs: Any) -> Node:
-        """Create one node (embedded at once) with edges to `entity_ids` and `related_ids`."""
-        return self.add_nodes([NewNode(node_type=node_type, content=content, **kwargs)])[0]
-
     def add_nodes(
         self,
         items: Sequence[NewNode],
@@ -573,21 +567,6 @@ class MemoryStore(VersionedStore):
                 raise
             return found, False
 
-    def set_attributes(self, node_id: str, **updates: Any) -> Node:
-        """Merge keys into a node's attributes (e.g. a contradiction flag for review)."""
-        with self.transaction() as conn:
-            row = conn.execute("SELECT attributes FROM nodes WHERE id=?", (node_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"No memory with id {node_id!r}.")
-            attributes = {**json.loads(row[0] or "{}"), **updates}
-            conn.execute(
-                "UPDATE nodes SET attributes=? WHERE id=?",
-                (json.dumps(attributes, sort_keys=True), node_id),
-            )
-        node = self.get_node(node_id)
-        assert node is not None
-        return node
-
     def delete_node(self, node_id: str) -> bool:
         """Remove a node with its edges, embedding and index entries. Returns False if absent."""
         with self.transaction() as conn:
@@ -653,10 +632,9 @@ class MemoryStore(VersionedStore):
                     out[row[0]] = _row_to_node(row)
         return [out[i] for i in ids if i in out]
 
-    def _select_nodes(self, tail: str, args: Sequence[Any] = ()) -> list[Node]:
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
-            rows = self._conn.execute(f"SELECT {_prefixed('n')} FROM nodes n{tail}", args)
-            return [_row_to_node(r) for r in rows]
+            return self._conn.execute(sql, args).fetchall()
 
     def iter_all(self) -> Iterator[Node]:
         """Every node, oldest first (for export)."""
@@ -684,65 +662,24 @@ class MemoryStore(VersionedStore):
             ).fetchall()
         return [Edge(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), r[5] or "") for r in rows]
 
-    def entity_kinds(self, limit: int = 5000) -> dict[str, str | None]:
-        """Names and aliases of current entities with their subtype (the deterministic classifier's gazetteer)."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT content, subtype, attributes FROM nodes WHERE node_type='entity' "
-                "AND superseded_by IS NULL ORDER BY salience DESC, rowid DESC LIMIT ?",
-                (limit,),
-            ).fetchall()
-        kinds: dict[str, str | None] = {}
-        for content, subtype, attributes in rows:
-            kinds.setdefault(content, subtype)
-            try:
-                for alias in json.loads(attributes or "{}").get("aliases", []):
-                    kinds.setdefault(str(alias), subtype)
-            except (TypeError, ValueError, AttributeError):
-                pass
-        return kinds
-
-    def entity_names(self, limit: int = 5000) -> list[str]:
-        """Names and aliases of current entities."""
-        return list(self.entity_kinds(limit))
-
-    def find_entity(self, name: str, *, semantic: bool = True) -> Node | None:
-        """Find an entity by name: exact, case-insensitive, alias, then (optionally) semantic."""
-        name = name.strip()
-        if not name:
-            return None
-        cols = _prefixed("n")
-        base = "FROM nodes n WHERE n.node_type='entity' AND n.superseded_by IS NULL"
-        with self._lock:
-            row = self._conn.execute(
-                f"SELECT {cols} {base} AND n.content=? LIMIT 1", (name,)
-            ).fetchone()
-            if row is None:
-                row = self._conn.execute(
-                    f"SELECT {cols} {base} AND lower(n.content)=lower(?) "
-                    "ORDER BY n.salience DESC LIMIT 1",
-                    (name,),
-                ).fetchone()
-            if row is None:
-                row = self._conn.execute(
-                    f"SELECT {cols} {base} AND EXISTS (SELECT 1 FROM json_each(n.attributes, '$.aliases') a "
-                    "WHERE lower(a.value)=lower(?)) LIMIT 1",
-                    (name,),
-                ).fetchone()
-        if row is not None:
-            return _row_to_node(row)
-        if not semantic:
-            return None
-        hits = self.search(name, types=["entity"], limit=1, mode="vector")
-        if hits and hits[0].cosine >= ENTITY_MATCH_MIN_COSINE:
-            return hits[0].node
+    def _find_entity_exact(self, name: str) -> Node | None:
+        base = f"SELECT {NODE_SELECT} FROM nodes n WHERE n.node_type='entity' AND n.superseded_by IS NULL"
+        for sql in (
+            f"{base} AND n.content=? LIMIT 1",
+            f"{base} AND lower(n.content)=lower(?) ORDER BY n.salience DESC LIMIT 1",
+            f"{base} AND EXISTS (SELECT 1 FROM json_each(n.attributes, '$.aliases') a "
+            "WHERE lower(a.value)=lower(?)) LIMIT 1",
+        ):
+            rows = self._rows(sql, (name,))
+            if rows:
+                return _row_to_node(rows[0])
         return None
 
     def relationships(self, entity_id: str, limit: int = 25) -> list[Relationship]:
         """Edges of an entity with the node at the other end, most salient first, current nodes only."""
         sql = f"""
             SELECT e.id, e.source_id, e.target_id, e.edge_type, e.attributes, e.created_at,
-                   {_prefixed("n")},
+                   {NODE_SELECT},
                    CASE WHEN e.source_id = ? THEN 'out' ELSE 'in' END AS direction
             FROM edges e
             JOIN nodes n ON n.id = CASE WHEN e.source_id = ? THEN e.target_id ELSE e.source_id END
@@ -1003,79 +940,6 @@ class MemoryStore(VersionedStore):
                 ):
                     out[node_id] = np.frombuffer(blob, dtype=np.float32)
         return out
-
-    def search(
-        self,
-        query: str,
-        *,
-        types: Sequence[str] | None = None,
-        entity_id: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        days: int | None = None,
-        limit: int = 10,
-        include_superseded: bool = False,
-        mode: SearchMode = "hybrid",
-        query_vec: np.ndarray | None = None,
-        min_cosine: float | None = None,
-    ) -> list[Hit]:
-        """Search memories by meaning and words; every hit carries its cosine similarity too.
-
-        `hybrid` adds the z-scores over the candidates of the cosine (less each candidate's hubness, see
-        HUB_WEIGHT) and of BM25 (BM25_K1, BM25_B), weighted by VECTOR_WEIGHT; `vector` ranks by
-        raw cosine, `keyword` by BM25. Filters: node types, an entity the node is linked to, a
-        creation/validity window (`since`/`until` or the last `days`). Superseded nodes are left out unless
-        asked for.
-        """
-        if not query or not query.strip():
-            raise StoreError("The search needs some words.")
-        if limit <= 0:
-            raise StoreError("The search limit must be at least 1.")
-        if days is not None:
-            since = (datetime.now(UTC) - timedelta(days=days)).strftime("%Y-%m-%d %H:%M:%S")
-        where, args = self._filters(types, entity_id, since, until, include_superseded)
-        pool = max(limit * 5, 50)
-        qvec = (
-            query_vec
-            if query_vec is not None
-            else (self.embed_query(query) if mode != "keyword" else None)
-        )
-
-        vector: dict[str, float] = {}
-        if qvec is not None and mode != "keyword":
-            if entity_id or since or until:
-                # Scoped searches are small: score the scope exactly instead of an over-fetched KNN.
-                scoped = self._scoped_ids(where, args)
-                vector = self.cosines(qvec, scoped)
-            else:
-                vector = dict(self._vector_candidates(qvec, pool, types, include_superseded))
-        keyword: dict[str, float] = {}
-        if mode != "vector":
-            keyword = dict(self._keyword_candidates(query, pool, where, args))
-
-        return rank_hits(
-            vector,
-            keyword,
-            mode=mode,
-            pool=pool,
-            qvec=qvec,
-            limit=limit,
-            min_cosine=min_cosine,
-            include_superseded=include_superseded,
-            vectors_of=self._vectors_of,
-            cosines=self.cosines,
-            get_nodes=self.get_nodes,
-        )
-
-    def _scoped_ids(self, where: list[str], args: list[Any]) -> list[str]:
-        sql = "SELECT n.id FROM nodes n"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " LIMIT 20000"
-        with self._lock:
-            return [r[0] for r in self._conn.execute(sql, args)]
-
-    # ------------------------------------------------------------------ maintenance
 
     def stats(self) -> dict[str, Any]:
         """Counts by type and subtype, edges, superseded, embedding model and file size."""
