@@ -27,7 +27,7 @@ from _common import Timer, embed_cached, median_p95, table
 
 from octygraph.embeddings import local_embeddings
 from octygraph.store import Embedder, MemoryStore, NewNode
-from octygraph.store.sqlite import SearchMode
+from octygraph.store.protocol import SearchMode
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MODES: tuple[SearchMode, ...] = ("keyword", "vector", "hybrid")

@@ -30,7 +30,7 @@ from _common import Timer, median_p95, table
 
 from octygraph.embeddings import local_embeddings
 from octygraph.store import MemoryStore, NewNode
-from octygraph.store.sqlite import SearchMode
+from octygraph.store.protocol import SearchMode
 
 PEOPLE = (
     "Peter Maria Sam Priya Jonas Aiko Carlos Fatima Liam Olga Chen Nadia Tom Grace Omar Lena Raj Sofia "
@@ -221,12 +221,10 @@ def build(store: MemoryStore, nodes: Sequence[NewNode], unique: int) -> dict[str
 
 def load_matrix(store: MemoryStore) -> tuple[list[str], np.ndarray]:
     """All current node ids and their vectors, as the brute-force baseline holds them in memory."""
-    rows = store._conn.execute(
-        "SELECT e.node_id, e.vector FROM embeddings e JOIN nodes n ON n.id = e.node_id "
-        "WHERE n.superseded_by IS NULL"
-    ).fetchall()
-    mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-    return [r[0] for r in rows], mat
+    pairs = list(store.vectors_by_id(current_only=True))
+    if not pairs:
+        return [], np.zeros((0, store.embedder.dim), dtype=np.float32)
+    return [p[0] for p in pairs], np.stack([p[1] for p in pairs])
 
 
 def time_calls(fn: Callable[[int], object], count: int, warmup: int = 3) -> list[float]:

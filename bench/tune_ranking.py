@@ -37,7 +37,7 @@ from locomo import Conversation, ingest, load_conversations
 from octygraph.embeddings import local_embeddings
 from octygraph.store import ranking
 from octygraph.store import sqlite as store_sqlite
-from octygraph.store.sqlite import MemoryStore, fts_query
+from octygraph.store.sqlite import MemoryStore
 
 DEFAULT_LOCOMO = (
     Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
@@ -78,27 +78,17 @@ def extract(
     for c_idx, conv in enumerate(conversations):
         store, _, _ = ingest(conv, tmp / f"{name}-{c_idx}.db", embedder, cache, name)
         try:
-            conn = store._conn
             ids = [t.dia_id for t in conv.turns]
             pos = {node_id: i for i, node_id in enumerate(ids)}
-            rowid_pos = {
-                rowid: pos[node_id]
-                for rowid, node_id in conn.execute("SELECT rowid, id FROM nodes")
-            }
             mat = np.zeros((len(ids), embedder.dim), dtype=np.float32)
-            for node_id, blob in conn.execute("SELECT node_id, vector FROM embeddings"):
-                mat[pos[node_id]] = np.frombuffer(blob, dtype=np.float32)
+            for node_id, vec in store.vectors_by_id():
+                mat[pos[node_id]] = vec
             vectors.append(mat)
             qvecs, _ = embed_cached(
                 embedder, [q.text for q in conv.questions], cache, f"{conv.sample_id}-questions"
             )
-            where, args = store._filters(None, None, None, None, False)
             for question, qvec in zip(conv.questions, qvecs, strict=True):
-                queries.append(
-                    _query_data(
-                        store, conn, question.text, where, args, rowid_pos, mat, qvec, c_idx
-                    )
-                )
+                queries.append(_query_data(store, question.text, pos, mat, qvec, c_idx))
                 queries[-1].evidence = {pos[e] for e in question.evidence}
         finally:
             store.close()
@@ -107,66 +97,19 @@ def extract(
 
 def _query_data(
     store: MemoryStore,
-    conn: object,
     text: str,
-    where: list[str],
-    args: list[object],
-    rowid_pos: dict[int, int],
+    pos: dict[str, int],
     mat: np.ndarray,
     qvec: np.ndarray,
     c_idx: int,
 ) -> QueryData:
     sims = mat @ np.asarray(qvec, dtype=np.float32)
-    match = fts_query(text)
-    empty = np.zeros(0, dtype=np.int64)
-    if match is None:
+    inputs = store.keyword_inputs(text, PRESELECT)
+    if inputs is None:
+        empty = np.zeros(0, dtype=np.int64)
         return QueryData(c_idx, set(), sims, empty, np.zeros((0, 0)), np.zeros(0), np.zeros(0))
-    conditions = " AND ".join(where) if where else "1"
-    rows = conn.execute(
-        "SELECT f.rowid FROM (SELECT rowid, bm25(nodes_fts) AS rank FROM nodes_fts "
-        "WHERE nodes_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN nodes n ON n.rowid = f.rowid "
-        f"WHERE {conditions} ORDER BY f.rank",
-        [match, PRESELECT, *args],
-    ).fetchall()
-    rowids = [r[0] for r in rows]
-    if not rowids:
-        return QueryData(c_idx, set(), sims, empty, np.zeros((0, 0)), np.zeros(0), np.zeros(0))
-    store._bm25(match, rowids[:1])  # creates the tokenizer and vocabulary tables, fills the query
-    terms = [t for (t,) in conn.execute("SELECT DISTINCT term FROM temp.octy_qtok_inst")]
-    averages = conn.execute("SELECT block FROM nodes_fts_data WHERE id = 1").fetchone()
-    n_docs, n_tokens = (store_sqlite._varints(averages[0]) + [0, 0])[:2]
-    avg_len = max(n_tokens / max(n_docs, 1), 1e-9)
-    marks = ",".join("?" * len(terms))
-    df = dict(
-        conn.execute(f"SELECT term, doc FROM temp.octy_fts_row WHERE term IN ({marks})", terms)
-    )
-    idf = np.array(
-        [
-            float(np.log1p((n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)))
-            if t in df
-            else 0.0
-            for t in terms
-        ]
-    )
-    index = {rowid: i for i, rowid in enumerate(rowids)}
-    tf = np.zeros((len(rowids), len(terms)))
-    sizes = np.zeros(len(rowids))
-    term_index = {t: j for j, t in enumerate(terms)}
-    for start in range(0, len(rowids), 500):
-        part = rowids[start : start + 500]
-        pmarks = ",".join("?" * len(part))
-        for i, sz in conn.execute(
-            f"SELECT id, sz FROM nodes_fts_docsize WHERE id IN ({pmarks})", part
-        ):
-            sizes[index[i]] = store_sqlite._varints(sz)[0] if sz else 0
-        for doc, term, count in conn.execute(
-            f"SELECT doc, term, count(*) FROM temp.octy_fts_inst WHERE term IN ({marks}) "
-            f"AND doc IN ({pmarks}) GROUP BY doc, term",
-            [*terms, *part],
-        ):
-            tf[index[doc], term_index[term]] = count
-    positions = np.array([rowid_pos[r] for r in rowids], dtype=np.int64)
-    return QueryData(c_idx, set(), sims, positions, tf, idf, sizes / avg_len)
+    positions = np.array([pos[i] for i in inputs.node_ids], dtype=np.int64)
+    return QueryData(c_idx, set(), sims, positions, inputs.tf, inputs.idf, inputs.rel_len)
 
 
 # ---------------------------------------------------------------- replaying the ranking

@@ -54,9 +54,9 @@ async def open_checkpointer(path: str | Path) -> AsyncIterator[AsyncSqliteSaver]
     """An AsyncSqliteSaver on `path` (WAL), closed on exit; the file is private to the user."""
     path = Path(path)
     private_mkdir(path.parent)
+    # `timeout` is SQLite's busy timeout: a run waits for another that is writing its checkpoints.
     conn = await aiosqlite.connect(str(path), timeout=15.0)
     try:
-        await conn.execute("PRAGMA busy_timeout = 15000")
         saver = AsyncSqliteSaver(conn, serde=make_serde())
         await saver.setup()
         try:

@@ -10,7 +10,6 @@ comparison. Runs prune after answering, and only once the folder is a little ove
 from __future__ import annotations
 
 import re
-import sqlite3
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from octygraph.settings import Settings
+from octygraph.store.checkpoints import prune_checkpoints
 
 TRACE_NAME: Final = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{6}\.json$")
 SLACK: Final = 0.1
@@ -78,31 +78,6 @@ def prune(
         cutoff = age_cutoff if keep else _stamp(now)
     threads = prune_checkpoints(paths.checkpoints, cutoff)
     return PruneResult(removed, threads)
-
-
-def prune_checkpoints(path: Path, before: str) -> int:
-    """Delete the checkpoints of runs whose id sorts before `before`; returns how many runs."""
-    if not path.is_file():
-        return 0
-    conn = sqlite3.connect(str(path), timeout=15.0)
-    try:
-        conn.execute("PRAGMA busy_timeout = 15000")
-        conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not left readable
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if "checkpoints" not in tables:
-            return 0
-        with conn:
-            count = conn.execute(
-                "SELECT COUNT(DISTINCT thread_id) FROM checkpoints WHERE thread_id < ?", (before,)
-            ).fetchone()[0]
-            for table in ("checkpoints", "writes"):
-                if table in tables:
-                    conn.execute(f"DELETE FROM {table} WHERE thread_id < ?", (before,))
-        if count:
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return int(count)
-    finally:
-        conn.close()
 
 
 def prune_if_due(settings: Settings) -> PruneResult | None:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlean
 import yaml
 
 from octygraph.claude.install import (
@@ -22,7 +21,9 @@ from octygraph.claude.install import (
     quote_for_sh,
     uninstall,
 )
+from octygraph.embeddings import LocalEmbeddings
 from octygraph.settings import Settings
+from octygraph.store import MemoryStore
 
 ORIGINAL_SETTINGS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(npm run test *)"], "deny": ["Read(./.env)"]},
@@ -222,35 +223,30 @@ def test_slash_command_file_runs_and_preapproves_itself(tmp_path: Path, exe: Pat
         assert out.stdout == f"project=my-proj args=slash\n{args}\n"
 
 
-def test_seeds_database_from_small_baseline_profile(tmp_path: Path, exe: Path) -> None:
+def test_seeds_database_from_small_baseline_profile(
+    tmp_path: Path, exe: Path, embedder: LocalEmbeddings
+) -> None:
     project = tmp_path / "proj"
     project.mkdir()
     settings = make_settings(tmp_path, project)
     settings.paths.profiles_dir.mkdir(parents=True)
-    src = sqlean.connect(str(settings.paths.profiles_dir / "small-baseline.db"))
-    src.execute("CREATE TABLE nodes (id TEXT PRIMARY KEY, content TEXT)")
-    src.executemany(
-        "INSERT INTO nodes VALUES (?, ?)", [("n1", "Peter handles Anderson"), ("n2", "x")]
-    )
-    src.commit()
-    src.close()
+    with MemoryStore.open(settings.paths.profiles_dir / "small-baseline.db", embedder) as src:
+        peter = src.add_node("fact", "Peter handles Anderson")
+        other = src.add_node("fact", "The office closes at six")
 
     report = install(project, settings, str(exe))
 
     assert report.seeded is True
-    db = sqlean.connect(str(settings.paths.db))
-    rows = db.execute("SELECT id, content FROM nodes ORDER BY id").fetchall()
-    assert [tuple(r) for r in rows] == [("n1", "Peter handles Anderson"), ("n2", "x")]
-    db.execute("DELETE FROM nodes WHERE id = 'n2'")
-    db.commit()
-    db.close()
+    with MemoryStore.open(settings.paths.db, embedder, create=False) as db:
+        assert sorted(n.id for n in db.iter_all()) == sorted([peter.id, other.id])
+        assert db.search("who handles Anderson")[0].node.id == peter.id
+        db.delete_node(other.id)
     assert (settings.paths.db.stat().st_mode & 0o777) == 0o600
 
     # An existing database is never overwritten.
     assert install(project, settings, str(exe)).seeded is False
-    db = sqlean.connect(str(settings.paths.db))
-    assert db.execute("SELECT count(*) FROM nodes").fetchone()[0] == 1
-    db.close()
+    with MemoryStore.open(settings.paths.db, embedder, create=False) as db:
+        assert [n.id for n in db.iter_all()] == [peter.id]
 
 
 def test_reinstall_with_new_executable_replaces_old_hooks(tmp_path: Path, exe: Path) -> None:

@@ -1,6 +1,7 @@
 """The PostgreSQL backend against a real server with pgvector (pgserver, started by the tests).
 
-The behaviour both backends share is tested once for each in test_store.py (`any_store`); this file holds
+The behaviour both backends share is tested once for each in test_store.py and test_review.py (`any_store`,
+`reopen`); this file holds
 what only PostgreSQL has: recorded migrations, the HNSW and full-text indexes, one schema per project,
 selection through OCTY_DATABASE_URL, writers in several processes, and moving memories to and from
 an SQLite file.
@@ -19,7 +20,7 @@ import pytest
 
 from octygraph.embeddings import LocalEmbeddings
 from octygraph.settings import Settings
-from octygraph.store import EmbeddingMismatch, MemoryStore, NewNode, StoreError
+from octygraph.store import MemoryStore, NewNode, StoreError
 
 pytestmark = pytest.mark.postgres
 
@@ -38,6 +39,7 @@ def test_schema_migrations_and_indexes(pg_url: str, embedder: LocalEmbeddings) -
     project = _project()
     store = _open(pg_url, embedder, project)
     try:
+        # Raw SQL on purpose: this test checks the on-server schema itself.
         conn = store._conn
         migrations = conn.execute("SELECT version, name FROM octy_migrations").fetchall()
         assert [m[0] for m in migrations] == [1, 2]
@@ -94,35 +96,6 @@ def test_projects_are_separate_schemas(pg_url: str, embedder: LocalEmbeddings) -
         for s in (a, b):
             s.drop_project()
             s.close()
-
-
-class FakeOtherModel:
-    model_id = "other/model"
-    dim = 8
-
-    def embed_array(self, texts: list[str]) -> np.ndarray:
-        out = np.zeros((len(texts), 8), dtype=np.float32)
-        for i, t in enumerate(texts):
-            out[i, sum(map(ord, t)) % 8] = 1.0
-        return out
-
-
-def test_model_mismatch_is_clear_and_reindex_fixes_it(
-    pg_url: str, embedder: LocalEmbeddings
-) -> None:
-    project = _project()
-    other = _open(pg_url, FakeOtherModel(), project)
-    other.add_node("fact", "Peter handles the Anderson account")
-    other.close()
-    with pytest.raises(EmbeddingMismatch, match="octygraph reindex"):
-        _open(pg_url, embedder, project)
-    with _open(pg_url, embedder, project, check_model=False) as s:
-        assert s.reindex() == 1
-    with _open(pg_url, embedder, project) as s:
-        hits = s.search("who manages Anderson")
-        assert hits[0].node.content == "Peter handles the Anderson account"
-        assert s.meta()["embedding_dim"] == "384"
-        s.drop_project()
 
 
 def test_missing_project_and_bad_url(pg_url: str, embedder: LocalEmbeddings) -> None:
@@ -274,7 +247,7 @@ def test_pipeline_and_commands_on_postgres(
     assert not settings.paths.db.exists()  # the memories went to the server only
     store = _open(pg_url, embedder, project)
     try:
-        # Checkpoints live beside the memories, in the project's schema.
+        # Checkpoints live beside the memories, in the project's schema (raw SQL: the schema itself).
         runs = store._conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints").fetchone()
         assert runs[0] >= 4
         refused = run_cli("memory", "load", "small-baseline")
@@ -284,3 +257,25 @@ def test_pipeline_and_commands_on_postgres(
     finally:
         store.drop_project()
         store.close()
+
+
+def test_memory_active_reports_the_server_schema(
+    pg_url: str, home: Path, monkeypatch: pytest.MonkeyPatch, embedder: LocalEmbeddings
+) -> None:
+    from tests.conftest import cli_json, run_cli
+
+    project = _project()
+    monkeypatch.setenv("OCTY_DATABASE_URL", pg_url)
+    monkeypatch.setenv("OCTYBOT_PROJECT", project)
+    missing = run_cli("memory", "active")
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr
+    cli_json("memory", "add", "Peter handles the Anderson account", "--json")
+    try:
+        active = cli_json("memory", "active", "--json")
+        assert active["profile"] is None and active["stats"]["nodes"] == 1
+        assert project in active["db"] and "memory.db" not in active["db"]
+        text = run_cli("memory", "active").stdout
+        assert "Memories    1 (0 replaced)" in text and project in text
+    finally:
+        with _open(pg_url, embedder, project) as store:
+            store.drop_project()

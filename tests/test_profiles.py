@@ -365,7 +365,7 @@ def _foreign_databases(home: Path, baseline_file: Path, tmp_path: Path) -> dict[
     snaps.mkdir(parents=True, exist_ok=True)
     text = snaps / "text.db"
     text.write_text("hello, I am a text file\n" * 100)
-    alien = snaps / "alien.db"
+    alien = snaps / "alien.db"  # raw SQL on purpose: a SQLite file that is not octygraph's
     conn = sqlean.connect(str(alien))
     conn.execute("CREATE TABLE notes (body TEXT)")
     conn.commit()
@@ -450,3 +450,26 @@ def test_full_bootstrap_then_load_noisy_large(home: Path) -> None:
     assert set(active["stats"]["by_type"]) == set(NODE_TYPES)
     hits = cli_json("search", "Who handles the Anderson account?", "--json", "--limit", "5")
     assert "Peter handles the Anderson account" in [h["content"] for h in hits]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("memory", "load", "small-baseline"),
+        ("memory", "unload"),
+        ("memory", "freeze", "create", "pre-demo"),
+        ("memory", "freeze", "load", "pre-demo"),
+    ],
+    ids=["load", "unload", "freeze-create", "freeze-load"],
+)
+def test_profiles_and_snapshots_are_refused_on_postgres(
+    home: Path, command: tuple[str, ...]
+) -> None:
+    # Refused before any connection: the server named here does not exist.
+    env = {"OCTY_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}
+    result = run_cli(*command, env=env)
+    assert result.returncode == 1 and result.stdout == ""
+    message = result.stderr.strip()
+    assert "Traceback" not in message and len(message.splitlines()) == 1
+    assert "PostgreSQL" in message and "memory export --format jsonl" in message
+    assert not (home / "projects").exists() or not list((home / "projects").rglob("*.db"))

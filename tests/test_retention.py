@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sqlite3
 import time
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from octygraph.retention import prune, prune_if_due
 from octygraph.runner import RunOptions, run_prompt
 from octygraph.services import open_store
 from octygraph.settings import Settings
+from octygraph.store.checkpoints import checkpoint_threads
 
 
 def _runs(settings: Settings, count: int) -> list[str]:
@@ -36,11 +36,7 @@ def _runs(settings: Settings, count: int) -> list[str]:
 
 
 def _threads(settings: Settings) -> set[str]:
-    conn = sqlite3.connect(settings.paths.checkpoints)
-    try:
-        return {r[0] for r in conn.execute("SELECT DISTINCT thread_id FROM checkpoints")}
-    finally:
-        conn.close()
+    return checkpoint_threads(settings.paths.checkpoints)
 
 
 def test_prune_keeps_the_newest_traces_and_their_checkpoints_only(home: Path) -> None:

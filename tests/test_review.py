@@ -5,14 +5,20 @@ from __future__ import annotations
 import pytest
 
 from octygraph import review
-from octygraph.store import ARCHIVED, MemoryStore
+from octygraph.store import ARCHIVED, AdminStore
+
+
+@pytest.fixture
+def store(any_store: AdminStore) -> AdminStore:
+    """Every test here runs on each backend: the version rules are shared, and so are their tests."""
+    return any_store
 
 
 def ids(hits: list) -> list[str]:
     return [h.node.id for h in hits]
 
 
-def test_forget_archives_out_of_search_and_restore_brings_it_back(store: MemoryStore) -> None:
+def test_forget_archives_out_of_search_and_restore_brings_it_back(store: AdminStore) -> None:
     alice = review.remember(store, "Alice leads the payments team.", entities=["Alice"])
     review.remember(store, "The deploy window is Tuesday morning.")
     assert alice.id in ids(store.search("who leads payments", types=["fact"]))
@@ -37,7 +43,7 @@ def test_forget_archives_out_of_search_and_restore_brings_it_back(store: MemoryS
 
 
 def test_forgetting_the_newest_version_revives_the_older_one_until_restored(
-    store: MemoryStore,
+    store: AdminStore,
 ) -> None:
     old = review.remember(store, "Alice leads the payments team.")
     _, new = review.edit(store, old.id, "Bob leads the payments team.")
@@ -51,7 +57,7 @@ def test_forgetting_the_newest_version_revives_the_older_one_until_restored(
     assert [n.id for n in store.supersede_chain(new.id)] == [old.id, new.id]
 
 
-def test_forgetting_a_middle_version_keeps_a_single_current_one(store: MemoryStore) -> None:
+def test_forgetting_a_middle_version_keeps_a_single_current_one(store: AdminStore) -> None:
     first = review.remember(store, "Alice leads the payments team.")
     _, second = review.edit(store, first.id, "Bob leads the payments team.")
     _, third = review.edit(store, second.id, "Carol leads the payments team.")
@@ -65,7 +71,7 @@ def test_forgetting_a_middle_version_keeps_a_single_current_one(store: MemorySto
     assert [h.node.id for h in store.search("payments team lead", types=["fact"])] == [third.id]
 
 
-def test_standing_rules_are_current_instructions_broadest_first(store: MemoryStore) -> None:
+def test_standing_rules_are_current_instructions_broadest_first(store: AdminStore) -> None:
     narrow = review.remember(
         store, "Use tabs in the Makefile.", node_type="instruction", subtype="rule", scope=0.2
     )
@@ -80,7 +86,7 @@ def test_standing_rules_are_current_instructions_broadest_first(store: MemorySto
 
 
 @pytest.mark.parametrize("keep", ["keep_new", "keep_old", "keep_both"])
-def test_resolving_a_contradiction(store: MemoryStore, keep: review.Resolution) -> None:
+def test_resolving_a_contradiction(store: AdminStore, keep: review.Resolution) -> None:
     old = review.remember(store, "Deploy on Fridays.", node_type="instruction", subtype="rule")
     new = review.remember(
         store, "Never deploy on Fridays.", node_type="instruction", subtype="rule"
@@ -99,7 +105,7 @@ def test_resolving_a_contradiction(store: MemoryStore, keep: review.Resolution) 
         review.resolve(store, new.id, keep)
 
 
-def test_a_rule_stored_by_hand_is_reconciled_like_the_pipeline_does(store: MemoryStore) -> None:
+def test_a_rule_stored_by_hand_is_reconciled_like_the_pipeline_does(store: AdminStore) -> None:
     tabs = review.remember(store, "Use tabs for indentation.", node_type="instruction")
     spaces = review.remember(
         store, "Use spaces for indentation instead of tabs.", node_type="instruction"

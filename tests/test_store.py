@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from octygraph.store import (
     NotAnOctygraphDatabase,
     StoreError,
 )
+from tests.conftest import open_test_store
 
 
 @pytest.fixture
@@ -33,6 +36,7 @@ def sqlite_store(tmp_path: Path, embedder: LocalEmbeddings) -> Iterator[MemorySt
 
 
 def test_schema_has_seed_tables_indexes_and_search_indexes(sqlite_store: MemoryStore) -> None:
+    # Raw SQL on purpose: this test checks the on-disk schema itself.
     store = sqlite_store
     conn = store._conn
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
@@ -226,21 +230,41 @@ class FakeOtherModel:
     def embed_array(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), 8), dtype=np.float32)
         for i, t in enumerate(texts):
-            out[i, hash(t) % 8] = 1.0
+            out[i, sum(map(ord, t)) % 8] = 1.0
         return out
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def reopen(
+    request: pytest.FixtureRequest, tmp_path: Path, embedder: LocalEmbeddings
+) -> Iterator[Callable[..., Any]]:
+    """Open one memory again and again, with any model: a file, or a project's schema on the server."""
+    where: dict[str, Any] = {}
+    if request.param == "postgres":
+        where = {
+            "url": request.getfixturevalue("pg_url"),
+            "project_id": f"t{uuid.uuid4().hex[:12]}",
+        }
+
+    def open_again(model: Any, **kwargs: Any) -> Any:
+        return open_test_store(request.param, tmp_path, model, **where, **kwargs)
+
+    yield open_again
+    if request.param == "postgres":
+        with open_again(embedder, check_model=False) as store:
+            store.drop_project()
+
+
 def test_model_mismatch_is_clear_and_reindex_fixes_it(
-    tmp_path: Path, embedder: LocalEmbeddings
+    reopen: Callable[..., Any], embedder: LocalEmbeddings
 ) -> None:
-    path = tmp_path / "m.db"
-    with MemoryStore.open(path, FakeOtherModel()) as other:
+    with reopen(FakeOtherModel()) as other:
         other.add_node("fact", "Peter handles the Anderson account")
     with pytest.raises(EmbeddingMismatch, match="octygraph reindex"):
-        MemoryStore.open(path, embedder)
-    with MemoryStore.open(path, embedder, check_model=False) as s:
+        reopen(embedder)
+    with reopen(embedder, check_model=False) as s:
         assert s.reindex() == 1
-    with MemoryStore.open(path, embedder) as s:
+    with reopen(embedder) as s:
         assert (
             s.search("who manages Anderson")[0].node.content == "Peter handles the Anderson account"
         )
@@ -255,7 +279,7 @@ def test_not_an_octygraph_database(tmp_path: Path, embedder: LocalEmbeddings) ->
     assert junk.read_bytes().startswith(b"this is not sqlite")
     import sqlite3
 
-    foreign = tmp_path / "foreign.db"
+    foreign = tmp_path / "foreign.db"  # raw SQL on purpose: a SQLite file that is not octygraph's
     with sqlite3.connect(foreign) as c:
         c.execute("CREATE TABLE people(name TEXT)")
     with pytest.raises(NotAnOctygraphDatabase, match="not an octygraph database"):
@@ -286,14 +310,11 @@ def test_two_processes_write_concurrently_without_loss(
         assert p.exitcode == 0
     with MemoryStore.open(path, embedder) as s:
         assert s.stats()["nodes"] == 80
-        assert s._conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 80
-        assert s._conn.execute("SELECT count(*) FROM vec_nodes").fetchone()[0] == 80
-        assert (
-            s._conn.execute(
-                "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH 'alpha'"
-            ).fetchone()[0]
-            == 40
-        )
+        # Every write reached all three indexes: vectors, sqlite-vec and FTS5.
+        assert len(list(s.vectors_by_id())) == 80
+        assert len(s.search("alpha wrote memory", mode="vector", limit=100)) == 80
+        keyword = s.search("alpha", mode="keyword", limit=100)
+        assert len(keyword) == 40 and all("alpha" in h.node.content for h in keyword)
 
 
 def test_vector_cache_matches_sqlite_vec_and_stays_fresh(
@@ -346,6 +367,45 @@ def test_integrity_of_a_sound_graph_on_every_backend(store: AdminStore) -> None:
     # A memory whose vector went missing is reported, with what to do.
     lost = store.add_node("fact", "Maria is allergic to peanuts")
     mark = "?" if isinstance(store, MemoryStore) else "%s"
+    # Raw SQL on purpose: damage the stored graph as no store method would.
     with store.transaction() as conn:  # type: ignore[attr-defined]
         conn.execute(f"DELETE FROM embeddings WHERE node_id = {mark}", (lost.id,))
     assert integrity(store) == [f"Memory {lost.id} has no vector; run `octygraph reindex`."]
+
+
+def test_vectors_by_id_in_insertion_order(store: AdminStore) -> None:
+    first = store.add_node("fact", "Peter handles the Anderson account")
+    second = store.add_node("fact", "Maria is allergic to peanuts")
+    store.supersede(first.id, "Lisa handles the Anderson account")
+    everything = list(store.vectors_by_id())
+    assert [i for i, _ in everything][:2] == [first.id, second.id] and len(everything) == 3
+    current = dict(store.vectors_by_id(current_only=True))
+    assert first.id not in current and second.id in current and len(current) == 2
+    # The stored vector is the one search ranks by: a memory is its own nearest neighbour.
+    assert store.cosines(current[second.id], [second.id])[second.id] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_keyword_inputs_rank_as_keyword_search_does(sqlite_store: MemoryStore) -> None:
+    from octygraph.store.ranking import BM25_B, BM25_K1
+
+    store = sqlite_store
+    short = store.add_node("fact", "Anderson account budget")
+    store.add_node("fact", "The Anderson account moved to Lisa after a long review of the budget")
+    store.add_node("fact", "The account of the Falcon project was closed last spring")
+    store.add_node("fact", "Maria is allergic to peanuts")
+    old = store.add_node("fact", "Anderson budget was frozen")
+    store.supersede(old.id, "Anderson budget is open again for the account")
+    inputs = store.keyword_inputs("Anderson account budget", 300)
+    assert inputs is not None
+    assert old.id not in inputs.node_ids and len(inputs.node_ids) == 4  # current matches only
+    assert sorted(inputs.terms) == ["account", "anderson", "budget"]
+    assert (inputs.idf > 0).all()
+    row = inputs.node_ids.index(short.id)
+    assert inputs.tf[row].tolist() == [1, 1, 1] and inputs.rel_len[row] < 1.0
+    k1, b = BM25_K1, BM25_B
+    norm = (k1 * (1 - b + b * inputs.rel_len))[:, None]
+    scores = (inputs.idf * inputs.tf * (k1 + 1) / (inputs.tf + norm)).sum(axis=1)
+    expected = [inputs.node_ids[i] for i in np.argsort(-scores, kind="stable")]
+    hits = store.search("Anderson account budget", mode="keyword", limit=10)
+    assert [h.node.id for h in hits] == expected
+    assert store.keyword_inputs("zebra", 300) is None and store.keyword_inputs("   ", 300) is None

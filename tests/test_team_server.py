@@ -5,17 +5,22 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from octygraph.service import client
 from octygraph.service.http import TeamServer, Tokens, add_token, make_server
 from tests.conftest import cli_json, run_cli
 from tests.test_hooks import _closed_port, prompt_payload
@@ -130,6 +135,81 @@ def test_hook_falls_back_to_local_memory_when_the_server_is_unreachable(home: Pa
     )
     took = time.monotonic() - started
     assert result.returncode == 0 and took < 20
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Peter handles the Anderson account" in context
+
+
+@contextmanager
+def _stalling_server(trickle: bool) -> Iterator[str]:
+    """A loopback 'team server' that takes connections and never answers; `trickle`: it starts an
+    answer and then sends one header byte every 0.3 s, so no single read ever times out."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.1)
+    stop = threading.Event()
+    held: list[socket.socket] = []
+
+    def drip(conn: socket.socket) -> None:
+        try:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            while not stop.wait(0.3):
+                conn.sendall(b"a")
+        except OSError:
+            pass
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            held.append(conn)  # kept open: the client must give up by itself
+            if trickle:
+                threading.Thread(target=drip, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        listener.close()
+
+
+@pytest.mark.parametrize(
+    ("entry", "trickle"),
+    [("octygraph", False), ("octygraph", True), ("octygraph.entry", False)],
+    ids=["in-process-silent", "in-process-trickling", "service-silent"],
+)
+def test_hook_falls_back_within_its_budget_when_the_server_stalls(
+    home: Path, entry: str, trickle: bool
+) -> None:
+    """`python -m octygraph hook` answers in this process; the installed `octygraph` hook (entry)
+    through the local service, which is not running while the team server serves, so it starts
+    while the server is asked."""
+    cli_json("memory", "add", "Peter handles the Anderson account", "--json")
+    budget = 15.0
+    env = {**os.environ, "OCTY_SERVER_TOKEN": "whatever", "OCTY_HOOK_BUDGET_S": str(budget)}
+    try:
+        with _stalling_server(trickle) as url:
+            started = time.monotonic()
+            result = subprocess.run(
+                [sys.executable, "-m", entry, "hook", "prompt"],
+                input=prompt_payload("Who handles Anderson?", Path.cwd()),
+                capture_output=True,
+                text=True,
+                env={**env, "OCTY_SERVER_URL": url},
+                timeout=120,
+            )
+            took = time.monotonic() - started
+    finally:
+        client.stop_service(home, timeout_s=10)
+    assert result.returncode == 0 and took < budget
+    # Local offline memory answered: the team server's share of the budget ended in time.
     context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "Peter handles the Anderson account" in context
 

@@ -431,23 +431,10 @@ def _seed_database(paths: ProjectPaths) -> bool:
     source = paths.profiles_dir / BASELINE_PROFILE
     if paths.db.exists() or not source.is_file():
         return False
-    import sqlean  # deferred: only needed when seeding
+    from octygraph.store.sqlite_files import backup_file  # deferred: only needed when seeding
 
-    # Copy into a temporary file and rename, so a failed copy never leaves half a database behind.
-    tmp = paths.db.with_name(paths.db.name + ".seeding")
-    tmp.unlink(missing_ok=True)
-    src = sqlean.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        dst = sqlean.connect(str(tmp))
-        try:
-            src.backup(dst)
-        finally:
-            dst.close()
-        tmp.chmod(0o600)
-        os.replace(tmp, paths.db)
-    finally:
-        src.close()
-        tmp.unlink(missing_ok=True)
+    # Into a temporary file, then a rename: a failed copy never leaves half a database behind.
+    backup_file(source, paths.db)
     return True
 
 

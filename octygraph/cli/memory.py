@@ -183,7 +183,12 @@ def memory_active(
     profiles = _profiles()
     settings = profiles.settings
     state = profiles.state()
-    stats = profiles.active_stats()
+    if settings.database_url is None:
+        stats, where = profiles.active_stats(), str(settings.paths.db)
+    else:  # memories on a PostgreSQL server: no profile is loaded there, the server has the stats
+        state = {"current_profile": None, "loaded_at": None, "source": None, "snapshot": None}
+        with _active_store() as store:
+            stats, where = store.stats(), store.location
     health = service_health(settings)
     payload = {
         "project": settings.project_id,
@@ -191,7 +196,7 @@ def memory_active(
         "loaded_at": state["loaded_at"],
         "source": state["source"],
         "snapshot": state["snapshot"],
-        "db": str(settings.paths.db),
+        "db": where,
         "configured_model": profiles.embedder.model_id,
         "stats": stats,
         "service": health,
@@ -206,7 +211,7 @@ def memory_active(
         )
         profile += f", loaded {state['loaded_at']} from {origin}"
     _print(f"Profile     {profile}")
-    _print(f"Database    {settings.paths.db}")
+    _print(f"Database    {where}")
     _print(f"Service     {_service_line(health)}")
     if stats is None:
         _print(

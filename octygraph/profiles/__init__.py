@@ -5,7 +5,6 @@ Built-in profiles are generated, deterministically: `small-baseline` (a hand-wri
 """
 
 from octygraph.profiles.baseline import DEFAULT_ANCHOR, small_baseline_graph
-from octygraph.profiles.dbfile import DbInfo, ProfileError, inspect_database
 from octygraph.profiles.graph import GraphSpec, ProgressFn, write_graph
 from octygraph.profiles.manager import (
     BUILTIN_PROFILES,
@@ -23,6 +22,7 @@ from octygraph.profiles.manager import (
 )
 from octygraph.profiles.noisy import DEFAULT_SEED, DEFAULT_SIZE, noisy_large_graph
 from octygraph.profiles.state import ProfileState, read_state, write_state
+from octygraph.store.sqlite_files import DbInfo, ProfileError, inspect_database
 
 __all__ = [
     "BUILTIN_PROFILES",

@@ -15,11 +15,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import sqlean
-
 from octygraph.private import private_mkdir
 from octygraph.profiles.baseline import small_baseline_graph
-from octygraph.profiles.dbfile import (
+from octygraph.profiles.graph import GraphSpec, ProgressFn, write_graph
+from octygraph.profiles.noisy import DEFAULT_SEED, DEFAULT_SIZE, noisy_large_graph
+from octygraph.profiles.state import ProfileState, empty_state, now_iso, read_state, write_state
+from octygraph.settings import ProjectPaths, Settings
+from octygraph.store import Embedder, MemoryStore
+from octygraph.store.sqlite_files import (
+    DatabaseError,
     DbInfo,
     ProfileError,
     backup_file,
@@ -30,11 +34,6 @@ from octygraph.profiles.dbfile import (
     remove_database,
     restore_into,
 )
-from octygraph.profiles.graph import GraphSpec, ProgressFn, write_graph
-from octygraph.profiles.noisy import DEFAULT_SEED, DEFAULT_SIZE, noisy_large_graph
-from octygraph.profiles.state import ProfileState, empty_state, now_iso, read_state, write_state
-from octygraph.settings import ProjectPaths, Settings
-from octygraph.store import Embedder, MemoryStore
 
 SMALL_BASELINE = "small-baseline"
 NOISY_LARGE = "noisy-large"
@@ -444,7 +443,7 @@ class MemoryProfiles:
             try:
                 backup_file(db, target)
                 return target
-            except sqlean.DatabaseError:  # a damaged database: keep its bytes instead
+            except DatabaseError:  # a damaged database: keep its bytes instead
                 pass
         raw_copy(db, target)
         return target

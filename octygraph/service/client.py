@@ -506,6 +506,40 @@ def _handoff(
     return HookResult("", "spooled", note)
 
 
+def _warm_local_fallback(env: Mapping[str, str], home: Path, start_if_missing: bool) -> None:
+    """While the team server is asked, make local memory ready, so a fallback fits in the reserve.
+
+    With a team server the local service is usually not running, and starting one (or loading the
+    pipeline in this process) takes longer than LOCAL_RESERVE_S on a busy machine.
+    """
+    if env.get("OCTY_NO_SERVICE") == "1" or not start_if_missing:
+        import threading
+
+        threading.Thread(target=_preload_pipeline, name="octy-preload", daemon=True).start()
+        return
+    if home_problem(home) or read_pid(home) is not None:
+        return
+    fd = start_service(home, env)  # detached; a later `_ask` finds it listening, or starting
+    if fd is not None:
+        os.close(fd)
+
+
+def _preload_pipeline() -> None:
+    """Import and compile what an in-process hook run needs (it then finds them loaded)."""
+    try:
+        import octygraph.llm.factory  # noqa: F401  (the model SDKs: seconds of imports)
+        from octygraph.runner import compiled_graph
+        from octygraph.settings import Settings
+
+        compiled_graph()
+        if Settings.from_env().embedding_backend == "local":
+            from octygraph.embeddings import local_embeddings
+
+            local_embeddings().embed_array(["warm up"])
+    except Exception:
+        pass  # the run itself reports what is wrong
+
+
 def run_hook(
     event: str,
     raw: bytes,
@@ -541,6 +575,8 @@ def run_hook(
         # A team server first; when it cannot answer in time, local offline memory below.
         from octygraph.service.remote import LOCAL_RESERVE_S, RemoteUnavailable, remote_hook
 
+        if event not in HANDOFF_EVENTS:
+            _warm_local_fallback(env, home, start_if_missing)
         try:
             reply = remote_hook(event, raw, env, deadline.left() - LOCAL_RESERVE_S)
             return HookResult(reply["stdout"], "service", "team server", notice=reply["notice"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -51,13 +52,33 @@ def remote_hook(event: str, raw: bytes, env: Mapping[str, str], seconds: float) 
         method="POST",
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
     )
+    # In a thread joined with a timeout: urlopen's timeout bounds each read, not the whole answer, so
+    # a server that sends a byte now and then (or a slow name look-up) would hold the hook past its budget.
+    outcome: dict[str, object] = {}
+
+    def call() -> None:
+        try:
+            with urllib.request.urlopen(request, timeout=seconds) as response:
+                outcome["body"] = response.read()
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=call, name="octy-team-server", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise RemoteUnavailable(f"the team server did not answer within {seconds:.1f} s")
+    error = outcome.get("error")
+    if isinstance(error, urllib.error.HTTPError):
+        raise RemoteUnavailable(f"the team server answered {error.code}")
+    if isinstance(error, (urllib.error.URLError, OSError)):
+        raise RemoteUnavailable(f"the team server is unreachable ({error})")
+    if error is not None:
+        raise RemoteUnavailable(f"the team server call failed ({type(error).__name__}: {error})")
     try:
-        with urllib.request.urlopen(request, timeout=seconds) as response:
-            body = json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        raise RemoteUnavailable(f"the team server answered {exc.code}") from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise RemoteUnavailable(f"the team server is unreachable ({exc})") from None
+        body = json.loads(outcome.get("body") or b"{}")  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise RemoteUnavailable(f"the team server sent no JSON ({exc})") from None
     if not isinstance(body, dict):
         raise RemoteUnavailable("the team server sent something else than a JSON object")
     return {"stdout": str(body.get("stdout") or ""), "notice": str(body.get("notice") or "")}

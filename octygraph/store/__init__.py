@@ -4,14 +4,11 @@ Backends: `MemoryStore`, SQLite with FTS5 (BM25) and sqlite-vec, one file a proj
 `octygraph.store.postgres.PostgresStore`, PostgreSQL with pgvector, one schema a project on a shared server.
 """
 
-from octygraph.store.protocol import AdminStore, GraphStore, SearchMode
-from octygraph.store.schema import ARCHIVED, DEFAULT_SCOPE, NODE_TYPES, SUBTYPES
-from octygraph.store.sqlite import (
+from octygraph.store.model import (
     Edge,
     Embedder,
     EmbeddingMismatch,
     Hit,
-    MemoryStore,
     NewNode,
     Node,
     NotAnOctygraphDatabase,
@@ -20,6 +17,9 @@ from octygraph.store.sqlite import (
     new_id,
     utcnow,
 )
+from octygraph.store.protocol import AdminStore, GraphStore, SearchMode
+from octygraph.store.schema import ARCHIVED, DEFAULT_SCOPE, NODE_TYPES, SUBTYPES
+from octygraph.store.sqlite import MemoryStore
 
 # The SQLite backend under a name that says so; `MemoryStore` stays for existing callers.
 SQLiteStore = MemoryStore

@@ -18,32 +18,19 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from octygraph.store.pg_schema import (
-    MIGRATIONS,
-    MIGRATIONS_DDL,
-    RECOUNT_LEXEMES,
-    SCHEMA_VERSION,
-    TS_CONFIG,
-    vector_index_ddl,
-)
-from octygraph.store.protocol import SearchMode
-from octygraph.store.ranking import BM25_B, BM25_K1, rank_hits
-from octygraph.store.schema import ARCHIVED, DEFAULT_SCOPE, NODE_TYPES, SUBTYPES
-from octygraph.store.sqlite import (
+from octygraph.store.base import StoreBase
+from octygraph.store.dialect import POSTGRES
+from octygraph.store.model import (
     _NODE_COLS,
-    _STOPWORDS,
-    _WORD,
-    ENTITY_MATCH_MIN_COSINE,
+    NODE_SELECT,
     Edge,
     Embedder,
     EmbeddingMismatch,
-    Hit,
     NewNode,
     Node,
     NotAnOctygraphDatabase,
@@ -54,6 +41,18 @@ from octygraph.store.sqlite import (
     utcnow,
     validate_node,
 )
+from octygraph.store.pg_schema import (
+    MIGRATIONS,
+    MIGRATIONS_DDL,
+    RECOUNT_LEXEMES,
+    SCHEMA_VERSION,
+    TS_CONFIG,
+    vector_index_ddl,
+)
+from octygraph.store.ranking import BM25_B, BM25_K1
+from octygraph.store.schema import ARCHIVED, DEFAULT_SCOPE, SUBTYPES
+from octygraph.store.sqlite import _STOPWORDS, _WORD
+from octygraph.store.versions import release_replaced
 
 # HNSW candidates weighed per query (hnsw.ef_search), at least the requested pool. 200 keeps recall@10
 # against an exact scan at 0.96 on 100,000 blended model vectors (bench/search_pg.py) for ~3 ms.
@@ -64,7 +63,6 @@ BM25_MIN_RESCORE = 300
 # The average document length (BM25's length norm) is re-read at most this often.
 AVGDL_TTL_S = 60.0
 
-_NODE_SELECT = ", ".join(f"n.{c.strip()}" for c in _NODE_COLS.split(","))
 _EDGE_COLS = "id, source_id, target_id, edge_type, attributes, created_at"
 
 
@@ -104,8 +102,10 @@ def _require_driver() -> tuple[Any, Any]:
     return psycopg, register_vector
 
 
-class PostgresStore:
+class PostgresStore(StoreBase):
     """The memory graph of one project, in one schema of a PostgreSQL server with pgvector."""
+
+    dialect = POSTGRES
 
     def __init__(self, url: str, schema: str, embedder: Embedder, conn: Any) -> None:
         self.url = url
@@ -274,10 +274,6 @@ class PostgresStore:
         return [(str(r[0]), _np(r[1])) for r in rows]
 
     # ------------------------------------------------------------------ writing
-
-    def add_node(self, node_type: str, content: str, **kwargs: Any) -> Node:
-        """Create one node (embedded at once) with edges to `entity_ids` and `related_ids`."""
-        return self.add_nodes([NewNode(node_type=node_type, content=content, **kwargs)])[0]
 
     def add_nodes(
         self,
@@ -477,90 +473,6 @@ class PostgresStore:
                 return found, False
             return self._insert(conn, NewNode("entity", name, subtype=subtype), vec), True
 
-    def _copy_edges(self, conn: Any, old_id: str, new_id: str) -> None:
-        rows = conn.execute(
-            "SELECT source_id, target_id, edge_type, attributes FROM edges "
-            "WHERE source_id = %s OR target_id = %s ORDER BY seq",
-            (old_id, old_id),
-        ).fetchall()
-        for source_id, target_id, edge_type, attributes in rows:
-            source = new_id if source_id == old_id else source_id
-            target = new_id if target_id == old_id else target_id
-            self._insert_edge(conn, source, target, edge_type, json.loads(attributes or "{}"))
-
-    def _retire(self, conn: Any, old_id: str, new_id: str) -> None:
-        conn.execute("UPDATE nodes SET superseded_by = %s WHERE id = %s", (new_id, old_id))
-        conn.execute("UPDATE embeddings SET active = FALSE WHERE node_id = %s", (old_id,))
-
-    def supersede(self, old_id: str, new_content: str, **overrides: Any) -> Node:
-        """Replace a memory: the old node points at the new one, which inherits its edges."""
-        old = self.get_node(old_id)
-        if old is None:
-            raise StoreError(f"No memory with id {old_id!r}.")
-        if old.superseded_by:
-            raise StoreError(f"Memory {old_id} was already replaced by {old.superseded_by}.")
-        item = NewNode(
-            node_type=overrides.pop("node_type", old.node_type),
-            content=new_content,
-            subtype=overrides.pop("subtype", old.subtype),
-            salience=overrides.pop("salience", old.salience),
-            confidence=overrides.pop("confidence", old.confidence),
-            source=overrides.pop("source", old.source),
-            valid_from=overrides.pop("valid_from", old.valid_from),
-            valid_until=overrides.pop("valid_until", old.valid_until),
-            scope=overrides.pop("scope", old.scope),
-            attributes={**old.attributes, **overrides.pop("attributes", {}), "supersedes": old.id},
-        )
-        if overrides:
-            raise StoreError(f"Unknown fields for supersede: {', '.join(sorted(overrides))}.")
-        validate_node(item.node_type, item.subtype)
-        vec = self.embedder.embed_array([new_content.strip()])[0]
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT superseded_by FROM nodes WHERE id = %s FOR UPDATE", (old_id,)
-            ).fetchone()
-            if row is None or row[0]:
-                raise StoreError(f"Memory {old_id} changed while it was being replaced; try again.")
-            new = self._insert(conn, item, vec)
-            self._copy_edges(conn, old_id, new.id)
-            self._retire(conn, old_id, new.id)
-        return new
-
-    def mark_superseded(self, old_id: str, new_id: str) -> None:
-        """Mark an existing node as replaced by another existing one, copying its edges over."""
-        with self.transaction() as conn:
-            found = dict(
-                conn.execute(
-                    "SELECT id, superseded_by FROM nodes WHERE id IN (%s, %s) FOR UPDATE",
-                    (old_id, new_id),
-                ).fetchall()
-            )
-            if old_id not in found or new_id not in found:
-                raise StoreError(
-                    f"No memory with id {old_id if old_id not in found else new_id!r}."
-                )
-            if found[old_id]:
-                raise StoreError(f"Memory {old_id} was already replaced by {found[old_id]}.")
-            self._copy_edges(conn, old_id, new_id)
-            self._retire(conn, old_id, new_id)
-
-    def set_attributes(self, node_id: str, **updates: Any) -> Node:
-        """Merge keys into a node's attributes (e.g. a contradiction flag for review)."""
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT attributes FROM nodes WHERE id = %s FOR UPDATE", (node_id,)
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"No memory with id {node_id!r}.")
-            attributes = {**json.loads(row[0] or "{}"), **updates}
-            conn.execute(
-                "UPDATE nodes SET attributes = %s WHERE id = %s",
-                (json.dumps(attributes, sort_keys=True), node_id),
-            )
-        node = self.get_node(node_id)
-        assert node is not None
-        return node
-
     def delete_node(self, node_id: str) -> bool:
         """Remove a node with its edges and embedding. Returns False if absent."""
         with self.transaction() as conn:
@@ -572,92 +484,14 @@ class PostgresStore:
                 "DELETE FROM edges WHERE source_id = %s OR target_id = %s", (node_id, node_id)
             )
             conn.execute("DELETE FROM embeddings WHERE node_id = %s", (node_id,))
-            # A node that this one had replaced becomes current again.
-            for (prev_id,) in conn.execute(
-                "SELECT id FROM nodes WHERE superseded_by = %s", (node_id,)
-            ).fetchall():
-                conn.execute("UPDATE nodes SET superseded_by = NULL WHERE id = %s", (prev_id,))
-                conn.execute("UPDATE embeddings SET active = TRUE WHERE node_id = %s", (prev_id,))
+            release_replaced(self._rows_for(conn), node_id)
             conn.execute("DELETE FROM nodes WHERE id = %s", (node_id,))
         return True
 
-    def archive_node(self, node_id: str) -> Node:
-        """Forget a memory softly (see `MemoryStore.archive_node`): restorable with `restore_node`."""
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT superseded_by, attributes FROM nodes WHERE id = %s FOR UPDATE", (node_id,)
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"No memory with id {node_id!r}.")
-            if row[0] == ARCHIVED:
-                raise StoreError(f"Memory {node_id} is already archived.")
-            previous = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT id FROM nodes WHERE superseded_by = %s", (node_id,)
-                ).fetchall()
-            ]
-            attributes = json.loads(row[1] or "{}")
-            attributes["archived"] = {"at": utcnow(), "was": row[0], "revived": previous}
-            conn.execute(
-                "UPDATE nodes SET superseded_by = %s, attributes = %s WHERE id = %s",
-                (ARCHIVED, json.dumps(attributes, sort_keys=True), node_id),
-            )
-            conn.execute("UPDATE embeddings SET active = FALSE WHERE node_id = %s", (node_id,))
-            # Versions it replaced now point past it: to its own successor, or nowhere (current again).
-            conn.execute(
-                "UPDATE nodes SET superseded_by = %s WHERE superseded_by = %s", (row[0], node_id)
-            )
-            if row[0] is None and previous:
-                conn.execute(
-                    "UPDATE embeddings SET active = TRUE WHERE node_id = ANY(%s)", (previous,)
-                )
-        node = self.get_node(node_id)
-        assert node is not None
-        return node
-
-    def restore_node(self, node_id: str) -> Node:
-        """Undo `archive_node`: the memory is back where it was, and what it replaced is again replaced."""
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT superseded_by, attributes FROM nodes WHERE id = %s FOR UPDATE", (node_id,)
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"No memory with id {node_id!r}.")
-            if row[0] != ARCHIVED:
-                raise StoreError(f"Memory {node_id} is not archived; nothing to restore.")
-            attributes = json.loads(row[1] or "{}")
-            info = attributes.pop("archived", None) or {}
-            was = info.get("was")
-            if was and not conn.execute("SELECT 1 FROM nodes WHERE id = %s", (was,)).fetchone():
-                was = None
-            conn.execute(
-                "UPDATE nodes SET superseded_by = %s, attributes = %s WHERE id = %s",
-                (was, json.dumps(attributes, sort_keys=True), node_id),
-            )
-            conn.execute(
-                "UPDATE embeddings SET active = %s WHERE node_id = %s", (was is None, node_id)
-            )
-            revived = [str(i) for i in info.get("revived") or []]
-            if revived:
-                moved = [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT id FROM nodes WHERE id = ANY(%s) "
-                        "AND (superseded_by IS NULL OR superseded_by IS NOT DISTINCT FROM %s)",
-                        (revived, info.get("was")),
-                    ).fetchall()
-                ]
-                if moved:
-                    conn.execute(
-                        "UPDATE nodes SET superseded_by = %s WHERE id = ANY(%s)", (node_id, moved)
-                    )
-                    conn.execute(
-                        "UPDATE embeddings SET active = FALSE WHERE node_id = ANY(%s)", (moved,)
-                    )
-        node = self.get_node(node_id)
-        assert node is not None
-        return node
+    def _set_active(self, conn: Any, node_ids: Sequence[str], active: bool) -> None:
+        conn.execute(
+            "UPDATE embeddings SET active = %s WHERE node_id = ANY(%s)", (active, list(node_ids))
+        )
 
     def archived_nodes(self, limit: int = 200) -> list[Node]:
         """Forgotten (archived) memories, most recently archived first."""
@@ -696,32 +530,6 @@ class PostgresStore:
         out = {r[0]: _row_to_node(r) for r in rows}
         return [out[i] for i in ids if i in out]
 
-    def list_nodes(
-        self,
-        *,
-        types: Sequence[str] | None = None,
-        since: str | None = None,
-        limit: int | None = 50,
-        include_superseded: bool = True,
-        source: str | None = None,
-        min_scope: float | None = None,
-    ) -> list[Node]:
-        """Nodes newest first, optionally filtered by type, creation time, source and scope."""
-        where, args = self._filters(types, None, since, None, include_superseded)
-        if source:
-            where.append("n.source = %s")
-            args.append(source)
-        if min_scope is not None:
-            where.append("n.scope >= %s")
-            args.append(min_scope)
-        sql = f"SELECT {_NODE_SELECT} FROM nodes n"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY n.created_at DESC, n.seq DESC"
-        if limit:
-            sql += f" LIMIT {int(limit)}"
-        return [_row_to_node(r) for r in self._rows(sql, args)]
-
     def iter_all(self) -> Iterator[Node]:
         """Every node, oldest first (for export)."""
         for row in self._rows(f"SELECT {_NODE_COLS} FROM nodes ORDER BY created_at, seq"):
@@ -740,57 +548,9 @@ class PostgresStore:
         )
         return [_edge(r) for r in rows]
 
-    def supersede_chain(self, node_id: str) -> list[Node]:
-        """The versions of a memory, oldest first, that lead to and from `node_id`."""
-        node = self.get_node(node_id)
-        if node is None:
-            return []
-        back: list[Node] = []
-        current = node
-        seen = {node.id}
-        while True:
-            rows = self._rows(
-                f"SELECT {_NODE_COLS} FROM nodes WHERE superseded_by = %s LIMIT 1", (current.id,)
-            )
-            if not rows or rows[0][0] in seen:
-                break
-            current = _row_to_node(rows[0])
-            seen.add(current.id)
-            back.append(current)
-        chain = list(reversed(back)) + [node]
-        current = node
-        while current.superseded_by and current.superseded_by not in seen:
-            nxt = self.get_node(current.superseded_by)
-            if nxt is None:
-                break
-            seen.add(nxt.id)
-            chain.append(nxt)
-            current = nxt
-        return chain
-
-    def entity_kinds(self, limit: int = 5000) -> dict[str, str | None]:
-        """Names and aliases of current entities with their subtype (the classifier's gazetteer)."""
-        rows = self._rows(
-            "SELECT content, subtype, attributes FROM nodes WHERE node_type = 'entity' "
-            "AND superseded_by IS NULL ORDER BY salience DESC, seq DESC LIMIT %s",
-            (limit,),
-        )
-        kinds: dict[str, str | None] = {}
-        for content, subtype, attributes in rows:
-            kinds.setdefault(content, subtype)
-            try:
-                for alias in json.loads(attributes or "{}").get("aliases", []):
-                    kinds.setdefault(str(alias), subtype)
-            except (TypeError, ValueError, AttributeError):
-                pass
-        return kinds
-
-    def entity_names(self, limit: int = 5000) -> list[str]:
-        return list(self.entity_kinds(limit))
-
     def _find_entity_exact(self, name: str) -> Node | None:
         base = (
-            f"SELECT {_NODE_SELECT} FROM nodes n WHERE n.node_type = 'entity' "
+            f"SELECT {NODE_SELECT} FROM nodes n WHERE n.node_type = 'entity' "
             "AND n.superseded_by IS NULL"
         )
         for sql in (
@@ -806,24 +566,11 @@ class PostgresStore:
                 return _row_to_node(rows[0])
         return None
 
-    def find_entity(self, name: str, *, semantic: bool = True) -> Node | None:
-        """Find an entity by name: exact, case-insensitive, alias, then (optionally) semantic."""
-        name = name.strip()
-        if not name:
-            return None
-        found = self._find_entity_exact(name)
-        if found is not None or not semantic:
-            return found
-        hits = self.search(name, types=["entity"], limit=1, mode="vector")
-        if hits and hits[0].cosine >= ENTITY_MATCH_MIN_COSINE:
-            return hits[0].node
-        return None
-
     def relationships(self, entity_id: str, limit: int = 25) -> list[Relationship]:
         """Edges of an entity with the node at the other end, most salient first, current nodes only."""
         sql = f"""
             SELECT e.id, e.source_id, e.target_id, e.edge_type, e.attributes, e.created_at,
-                   {_NODE_SELECT},
+                   {NODE_SELECT},
                    CASE WHEN e.source_id = %s THEN 'out' ELSE 'in' END AS direction
             FROM edges e
             JOIN nodes n ON n.id = CASE WHEN e.source_id = %s THEN e.target_id ELSE e.source_id END
@@ -842,40 +589,6 @@ class PostgresStore:
         return {s if t == entity_id else t for s, t in rows}
 
     # ------------------------------------------------------------------ search
-
-    def _filters(
-        self,
-        types: Sequence[str] | None,
-        entity_id: str | None,
-        since: str | None,
-        until: str | None,
-        include_superseded: bool,
-    ) -> tuple[list[str], list[Any]]:
-        where: list[str] = []
-        args: list[Any] = []
-        if types:
-            for t in types:
-                if t not in NODE_TYPES:
-                    raise StoreError(
-                        f"Unknown memory type {t!r}; use one of: {', '.join(NODE_TYPES)}."
-                    )
-            where.append("n.node_type = ANY(%s)")
-            args.append(list(types))
-        if not include_superseded:
-            where.append("n.superseded_by IS NULL")
-        if since:
-            where.append("(n.created_at >= %s OR n.valid_from >= %s)")
-            args.extend([since, since])
-        if until:
-            where.append("(n.created_at <= %s OR n.valid_from <= %s)")
-            args.extend([until, until])
-        if entity_id:
-            where.append(
-                "n.id IN (SELECT target_id FROM edges WHERE source_id = %s "
-                "UNION SELECT source_id FROM edges WHERE target_id = %s)"
-            )
-            args.extend([entity_id, entity_id])
-        return where, args
 
     def embed_query(self, query: str) -> np.ndarray:
         """The query's vector; the last few are cached because one run asks for the same text often."""
@@ -1031,66 +744,6 @@ class PostgresStore:
         ranked = sorted(ids, key=lambda i: -scores.get(i, 0.0))
         return [(i, scores.get(i, 0.0)) for i in ranked[:k]]
 
-    def _scoped_ids(self, where: list[str], args: list[Any]) -> list[str]:
-        sql = "SELECT n.id FROM nodes n"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " LIMIT 20000"
-        return [r[0] for r in self._rows(sql, args)]
-
-    def search(
-        self,
-        query: str,
-        *,
-        types: Sequence[str] | None = None,
-        entity_id: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        days: int | None = None,
-        limit: int = 10,
-        include_superseded: bool = False,
-        mode: SearchMode = "hybrid",
-        query_vec: np.ndarray | None = None,
-        min_cosine: float | None = None,
-    ) -> list[Hit]:
-        """Search memories by meaning and words, ranked as the SQLite store ranks (see its `search`)."""
-        if not query or not query.strip():
-            raise StoreError("The search needs some words.")
-        if limit <= 0:
-            raise StoreError("The search limit must be at least 1.")
-        if days is not None:
-            since = (datetime.now(UTC) - timedelta(days=days)).strftime("%Y-%m-%d %H:%M:%S")
-        where, args = self._filters(types, entity_id, since, until, include_superseded)
-        pool = max(limit * 5, 50)
-        qvec = (
-            query_vec
-            if query_vec is not None
-            else (self.embed_query(query) if mode != "keyword" else None)
-        )
-        vector: dict[str, float] = {}
-        if qvec is not None and mode != "keyword":
-            if entity_id or since or until:
-                # Scoped searches are small: score the scope exactly instead of an over-fetched KNN.
-                vector = self.cosines(qvec, self._scoped_ids(where, args))
-            else:
-                vector = dict(self._vector_candidates(qvec, pool, types, include_superseded))
-        keyword: dict[str, float] = {}
-        if mode != "vector":
-            keyword = dict(self._keyword_candidates(query, pool, where, args))
-        return rank_hits(
-            vector,
-            keyword,
-            mode=mode,
-            pool=pool,
-            qvec=qvec,
-            limit=limit,
-            min_cosine=min_cosine,
-            include_superseded=include_superseded,
-            vectors_of=self._vectors_of,
-            cosines=self.cosines,
-            get_nodes=self.get_nodes,
-        )
-
     # ------------------------------------------------------------------ maintenance
 
     def stats(self) -> dict[str, Any]:
@@ -1110,6 +763,9 @@ class PostgresStore:
         }
         edges = self._rows("SELECT count(*) FROM edges")[0][0]
         superseded = self._rows("SELECT count(*) FROM nodes WHERE superseded_by IS NOT NULL")[0][0]
+        archived = self._rows("SELECT count(*) FROM nodes WHERE superseded_by = %s", (ARCHIVED,))[
+            0
+        ][0]
         total = self._rows("SELECT count(*) FROM nodes")[0][0]
         size = self._rows(
             "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
@@ -1122,7 +778,8 @@ class PostgresStore:
             "by_type": by_type,
             "by_subtype": by_subtype,
             "edges": edges,
-            "superseded": superseded,
+            "superseded": superseded - archived,  # as on SQLite: archived ones are counted apart
+            "archived": archived,
             "embedding_model": meta.get("embedding_model"),
             "embedding_dim": int(meta.get("embedding_dim", "0")),
             "schema_version": int(meta.get("schema_version", "0")),
@@ -1250,9 +907,12 @@ class PostgresStore:
         self._corpus = None
         return time.perf_counter() - began
 
-    def vectors_by_id(self) -> Iterator[tuple[str, np.ndarray]]:
-        """Every stored vector with its node id, in insertion order (for exports)."""
-        for node_id, vec in self._rows("SELECT node_id, vector FROM embeddings ORDER BY seq"):
+    def vectors_by_id(self, *, current_only: bool = False) -> Iterator[tuple[str, np.ndarray]]:
+        """Every stored vector with its node id, in insertion order (exports, brute-force baselines)."""
+        sql = "SELECT e.node_id, e.vector FROM embeddings e"
+        if current_only:
+            sql += " JOIN nodes n ON n.id = e.node_id WHERE n.superseded_by IS NULL"
+        for node_id, vec in self._rows(sql + " ORDER BY e.seq"):
             yield node_id, _np(vec)
 
     def drop_project(self) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 import numpy as np
 
 if TYPE_CHECKING:
-    from octygraph.store.sqlite import Edge, Embedder, Hit, NewNode, Node, Relationship
+    from octygraph.store.model import Edge, Embedder, Hit, NewNode, Node, Relationship
 
 SearchMode = Literal["hybrid", "vector", "keyword"]
 
@@ -138,6 +138,8 @@ class AdminStore(GraphStore, Protocol):
     def linked_node_ids(self, entity_id: str) -> set[str]: ...
 
     def content_vectors(self, limit: int) -> list[tuple[str, np.ndarray]]: ...
+
+    def vectors_by_id(self, *, current_only: bool = False) -> Iterator[tuple[str, np.ndarray]]: ...
 
     def enable_vector_cache(self) -> None: ...
 

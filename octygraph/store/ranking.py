@@ -15,7 +15,7 @@ import numpy as np
 from octygraph.store.protocol import SearchMode
 
 if TYPE_CHECKING:
-    from octygraph.store.sqlite import Hit, Node
+    from octygraph.store.model import Hit, Node
 
 # Hybrid adds the z-scores of both halves over the candidates, VECTOR_WEIGHT for the cosine side. Z-scores
 # adapt to how peaked each half's scores are; min-max fusion fell behind on the long histories, reciprocal
@@ -140,7 +140,7 @@ def rank_hits(
     The backends differ in how they find candidates; what they do with them is this, whatever the store.
     """
     # Imported here: the node types live beside the SQLite backend, which imports this module.
-    from octygraph.store.sqlite import EmbeddingMismatch, Hit
+    from octygraph.store.model import EmbeddingMismatch, Hit
 
     ids = candidate_ids(vector, keyword, mode, pool)
     if not ids:

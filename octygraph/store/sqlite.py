@@ -14,34 +14,49 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import numpy as np
 import sqlean
 import sqlite_vec
 
 from octygraph.private import private_mkdir
-from octygraph.store.protocol import SearchMode
-from octygraph.store.ranking import BM25_B, BM25_K1, rank_hits
+from octygraph.store.base import StoreBase
+from octygraph.store.dialect import SQLITE
+from octygraph.store.model import (
+    _NODE_COLS,
+    NODE_SELECT,
+    Edge,
+    Embedder,
+    EmbeddingMismatch,
+    NewNode,
+    Node,
+    NotAnOctygraphDatabase,
+    Relationship,
+    StoreError,
+    _row_to_node,
+    new_id,
+    utcnow,
+    validate_node,
+)
+from octygraph.store.ranking import BM25_B, BM25_K1
 from octygraph.store.schema import (
     ARCHIVED,
     CORE_DDL,
     DEFAULT_SCOPE,
     EDGE_PAIR_INDEX,
-    NODE_TYPES,
     SCHEMA_VERSION,
     SUBTYPES,
     vec_ddl,
 )
 from octygraph.store.vector_cache import VectorCache, cache_for, note_write, write_count
+from octygraph.store.versions import release_replaced
 
 # FTS5 preselects this many keyword candidates per requested one (at least BM25_MIN_RESCORE) for rescoring.
 BM25_RESCORE_FACTOR = 3
 BM25_MIN_RESCORE = 300
-ENTITY_MATCH_MIN_COSINE = 0.72
 
 _STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does doing for from had has have he her hers him
@@ -52,120 +67,15 @@ _STOPWORDS = frozenset(
 _WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
 
 
-class StoreError(Exception):
-    """A problem with the memory database; the message is one plain sentence for the user."""
-
-
-class NotAnOctygraphDatabase(StoreError):
-    """The file exists but is not an octygraph memory database."""
-
-
-class EmbeddingMismatch(StoreError):
-    """The database's vectors come from another embedding model than the one configured."""
-
-
-class Embedder(Protocol):
-    """What the store needs from an embedding model (see `octygraph.embeddings`)."""
-
-    model_id: str
-    dim: int
-
-    def embed_array(self, texts: list[str]) -> np.ndarray: ...
-
-
 @dataclass(frozen=True)
-class Node:
-    """One memory: an entity, fact, event, opinion, instruction or plan."""
+class KeywordInputs:
+    """What BM25 ranks one query's keyword candidates on: rows in FTS5's order, terms as tokenized."""
 
-    id: str
-    node_type: str
-    content: str
-    subtype: str | None = None
-    salience: float = 1.0
-    confidence: float = 1.0
-    source: str = "user"
-    created_at: str = ""
-    valid_from: str | None = None
-    valid_until: str | None = None
-    superseded_by: str | None = None
-    attributes: dict[str, Any] = field(default_factory=dict)
-    can_summarize: bool = True
-    scope: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": self.node_type,
-            "subtype": self.subtype,
-            "content": self.content,
-            "salience": self.salience,
-            "confidence": self.confidence,
-            "source": self.source,
-            "created_at": self.created_at,
-            "valid_from": self.valid_from,
-            "valid_until": self.valid_until,
-            "superseded_by": self.superseded_by,
-            "attributes": self.attributes,
-            "scope": self.scope,
-        }
-
-
-@dataclass(frozen=True)
-class Edge:
-    id: str
-    source_id: str
-    target_id: str
-    edge_type: str
-    attributes: dict[str, Any] = field(default_factory=dict)
-    created_at: str = ""
-
-
-@dataclass(frozen=True)
-class Relationship:
-    """An edge seen from one entity: the node at the other end and which way the edge points."""
-
-    edge: Edge
-    node: Node
-    direction: Literal["out", "in"]
-
-
-@dataclass(frozen=True)
-class Hit:
-    """A search result: the node, its fused score, its cosine similarity and its normalised BM25."""
-
-    node: Node
-    score: float
-    cosine: float
-    keyword: float = 0.0
-
-
-@dataclass
-class NewNode:
-    """A node to create (bulk or single)."""
-
-    node_type: str
-    content: str
-    subtype: str | None = None
-    entity_ids: Sequence[str] = ()
-    edge_type: str = "about"
-    related_ids: Sequence[str] = ()
-    salience: float = 1.0
-    confidence: float = 1.0
-    source: str = "user"
-    valid_from: str | None = None
-    valid_until: str | None = None
-    scope: float | None = None
-    attributes: dict[str, Any] | None = None
-    id: str | None = None
-    created_at: str | None = None
-
-
-def new_id() -> str:
-    return uuid.uuid4().hex[:16]
-
-
-def utcnow() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    node_ids: list[str]
+    terms: list[str]
+    idf: np.ndarray  # (terms,)
+    tf: np.ndarray  # (rows, terms) term counts
+    rel_len: np.ndarray  # (rows,) document length / average length
 
 
 def fts_query(text: str) -> str | None:
@@ -177,45 +87,6 @@ def fts_query(text: str) -> str | None:
     if not terms:
         return None
     return " OR ".join('"' + t.replace('"', "") + '"' for t in terms[:32])
-
-
-def validate_node(node_type: str, subtype: str | None) -> None:
-    if node_type not in NODE_TYPES:
-        raise StoreError(f"Unknown memory type {node_type!r}; use one of: {', '.join(NODE_TYPES)}.")
-    allowed = SUBTYPES[node_type]
-    if subtype is not None and allowed and subtype not in allowed:
-        raise StoreError(
-            f"Unknown subtype {subtype!r} for {node_type}; use one of: {', '.join(allowed)}."
-        )
-
-
-def _row_to_node(row: Sequence[Any]) -> Node:
-    try:
-        attributes = json.loads(row[11] or "{}")
-    except (TypeError, ValueError):
-        attributes = {}
-    return Node(
-        id=row[0],
-        node_type=row[1],
-        subtype=row[2],
-        content=row[3],
-        salience=row[4] if row[4] is not None else 1.0,
-        confidence=row[5] if row[5] is not None else 1.0,
-        source=row[6] or "user",
-        created_at=row[7] or "",
-        valid_from=row[8],
-        valid_until=row[9],
-        superseded_by=row[10],
-        attributes=attributes if isinstance(attributes, dict) else {},
-        can_summarize=bool(row[12]) if row[12] is not None else True,
-        scope=row[13],
-    )
-
-
-_NODE_COLS = (
-    "id, node_type, subtype, content, salience, confidence, source, created_at, valid_from, "
-    "valid_until, superseded_by, attributes, can_summarize, scope"
-)
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -237,8 +108,10 @@ def _varints(blob: bytes) -> list[int]:
     return out
 
 
-class MemoryStore:
+class MemoryStore(StoreBase):
     """The memory graph of one project, in one SQLite file."""
+
+    dialect = SQLITE
 
     def __init__(self, path: Path, embedder: Embedder, conn: Any) -> None:
         self.path = path
@@ -261,6 +134,16 @@ class MemoryStore:
                 (int(limit),),
             ).fetchall()
         return [(str(r[0]), np.frombuffer(r[1], dtype=np.float32)) for r in rows]
+
+    def vectors_by_id(self, *, current_only: bool = False) -> Iterator[tuple[str, np.ndarray]]:
+        """Every stored vector with its node id, in insertion order (exports, brute-force baselines)."""
+        sql = "SELECT e.node_id, e.vector FROM embeddings e JOIN nodes n ON n.id = e.node_id"
+        if current_only:
+            sql += " WHERE n.superseded_by IS NULL"
+        with self._lock:
+            rows = self._conn.execute(sql + " ORDER BY e.rowid").fetchall()
+        for node_id, blob in rows:
+            yield node_id, np.frombuffer(blob, dtype=np.float32)
 
     def revision(self) -> tuple[int, int, int]:
         """Changes whenever the database may have changed, as seen through this store's connection."""
@@ -485,10 +368,6 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ writing
 
-    def add_node(self, node_type: str, content: str, **kwargs: Any) -> Node:
-        """Create one node (embedded at once) with edges to `entity_ids` and `related_ids`."""
-        return self.add_nodes([NewNode(node_type=node_type, content=content, **kwargs)])[0]
-
     def add_nodes(
         self,
         items: Sequence[NewNode],
@@ -688,95 +567,6 @@ class MemoryStore:
                 raise
             return found, False
 
-    def supersede(self, old_id: str, new_content: str, **overrides: Any) -> Node:
-        """Replace a memory: the old node points at the new one, which inherits its edges."""
-        old = self.get_node(old_id)
-        if old is None:
-            raise StoreError(f"No memory with id {old_id!r}.")
-        if old.superseded_by:
-            raise StoreError(f"Memory {old_id} was already replaced by {old.superseded_by}.")
-        item = NewNode(
-            node_type=overrides.pop("node_type", old.node_type),
-            content=new_content,
-            subtype=overrides.pop("subtype", old.subtype),
-            salience=overrides.pop("salience", old.salience),
-            confidence=overrides.pop("confidence", old.confidence),
-            source=overrides.pop("source", old.source),
-            valid_from=overrides.pop("valid_from", old.valid_from),
-            valid_until=overrides.pop("valid_until", old.valid_until),
-            scope=overrides.pop("scope", old.scope),
-            attributes={**old.attributes, **overrides.pop("attributes", {}), "supersedes": old.id},
-        )
-        if overrides:
-            raise StoreError(f"Unknown fields for supersede: {', '.join(sorted(overrides))}.")
-        validate_node(item.node_type, item.subtype)
-        vec = self.embedder.embed_array([new_content.strip()])[0]
-        with self.transaction() as conn:
-            row = conn.execute("SELECT superseded_by FROM nodes WHERE id=?", (old_id,)).fetchone()
-            if row is None or row[0]:
-                raise StoreError(f"Memory {old_id} changed while it was being replaced; try again.")
-            # Replaced first, so a renamed entity ("acme" -> "Acme") does not meet itself in the index.
-            item.id = item.id or new_id()
-            conn.execute("UPDATE nodes SET superseded_by=? WHERE id=?", (item.id, old_id))
-            new = self._insert(conn, item, vec)
-            edges = conn.execute(
-                "SELECT source_id, target_id, edge_type, attributes FROM edges "
-                "WHERE source_id=? OR target_id=?",
-                (old_id, old_id),
-            ).fetchall()
-            for source_id, target_id, edge_type, attributes in edges:
-                source = new.id if source_id == old_id else source_id
-                target = new.id if target_id == old_id else target_id
-                self._insert_edge(conn, source, target, edge_type, json.loads(attributes or "{}"))
-            conn.execute("UPDATE nodes SET superseded_by=? WHERE id=?", (new.id, old_id))
-            conn.execute(
-                "UPDATE vec_nodes SET active=0 WHERE rowid=(SELECT rowid FROM nodes WHERE id=?)",
-                (old_id,),
-            )
-        return new
-
-    def mark_superseded(self, old_id: str, new_id: str) -> None:
-        """Mark an existing node as replaced by another existing one, copying its edges over."""
-        with self.transaction() as conn:
-            rows = conn.execute(
-                "SELECT id, superseded_by FROM nodes WHERE id IN (?, ?)", (old_id, new_id)
-            ).fetchall()
-            found = dict(rows)
-            if old_id not in found or new_id not in found:
-                raise StoreError(
-                    f"No memory with id {old_id if old_id not in found else new_id!r}."
-                )
-            if found[old_id]:
-                raise StoreError(f"Memory {old_id} was already replaced by {found[old_id]}.")
-            for source_id, target_id, edge_type, attributes in conn.execute(
-                "SELECT source_id, target_id, edge_type, attributes FROM edges "
-                "WHERE source_id=? OR target_id=?",
-                (old_id, old_id),
-            ).fetchall():
-                source = new_id if source_id == old_id else source_id
-                target = new_id if target_id == old_id else target_id
-                self._insert_edge(conn, source, target, edge_type, json.loads(attributes or "{}"))
-            conn.execute("UPDATE nodes SET superseded_by=? WHERE id=?", (new_id, old_id))
-            conn.execute(
-                "UPDATE vec_nodes SET active=0 WHERE rowid=(SELECT rowid FROM nodes WHERE id=?)",
-                (old_id,),
-            )
-
-    def set_attributes(self, node_id: str, **updates: Any) -> Node:
-        """Merge keys into a node's attributes (e.g. a contradiction flag for review)."""
-        with self.transaction() as conn:
-            row = conn.execute("SELECT attributes FROM nodes WHERE id=?", (node_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"No memory with id {node_id!r}.")
-            attributes = {**json.loads(row[0] or "{}"), **updates}
-            conn.execute(
-                "UPDATE nodes SET attributes=? WHERE id=?",
-                (json.dumps(attributes, sort_keys=True), node_id),
-            )
-        node = self.get_node(node_id)
-        assert node is not None
-        return node
-
     def delete_node(self, node_id: str) -> bool:
         """Remove a node with its edges, embedding and index entries. Returns False if absent."""
         with self.transaction() as conn:
@@ -786,93 +576,11 @@ class MemoryStore:
             conn.execute("DELETE FROM edges WHERE source_id=? OR target_id=?", (node_id, node_id))
             conn.execute("DELETE FROM embeddings WHERE node_id=?", (node_id,))
             conn.execute("DELETE FROM vec_nodes WHERE rowid=?", (row[0],))
-            # A node that this one had replaced becomes current again.
-            for (prev_id,) in conn.execute(
-                "SELECT id FROM nodes WHERE superseded_by=?", (node_id,)
-            ).fetchall():
-                conn.execute("UPDATE nodes SET superseded_by=NULL WHERE id=?", (prev_id,))
-                conn.execute(
-                    "UPDATE vec_nodes SET active=1 WHERE rowid=(SELECT rowid FROM nodes WHERE id=?)",
-                    (prev_id,),
-                )
+            release_replaced(self._rows_for(conn), node_id)
             conn.execute("DELETE FROM nodes WHERE id=?", (node_id,))
         return True
 
-    def archive_node(self, node_id: str) -> Node:
-        """Forget a memory softly: it leaves search and retrieval but keeps its links, and can be restored.
-
-        Like `delete_node`, a version it had replaced becomes current again; `restore_node` undoes both.
-        """
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT superseded_by, attributes FROM nodes WHERE id=?", (node_id,)
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"No memory with id {node_id!r}.")
-            if row[0] == ARCHIVED:
-                raise StoreError(f"Memory {node_id} is already archived.")
-            previous = [
-                r[0] for r in conn.execute("SELECT id FROM nodes WHERE superseded_by=?", (node_id,))
-            ]
-            attributes = json.loads(row[1] or "{}")
-            attributes["archived"] = {"at": utcnow(), "was": row[0], "revived": previous}
-            conn.execute(
-                "UPDATE nodes SET superseded_by=?, attributes=? WHERE id=?",
-                (ARCHIVED, json.dumps(attributes, sort_keys=True), node_id),
-            )
-            self._set_active(conn, [node_id], False)
-            # Versions it replaced now point past it: to its own successor, or nowhere (current again).
-            conn.execute(
-                "UPDATE nodes SET superseded_by=? WHERE superseded_by=?", (row[0], node_id)
-            )
-            if row[0] is None:
-                self._set_active(conn, previous, True)
-        node = self.get_node(node_id)
-        assert node is not None
-        return node
-
-    def restore_node(self, node_id: str) -> Node:
-        """Undo `archive_node`: the memory is back where it was, and what it had replaced is again replaced."""
-        with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT superseded_by, attributes FROM nodes WHERE id=?", (node_id,)
-            ).fetchone()
-            if row is None:
-                raise StoreError(f"No memory with id {node_id!r}.")
-            if row[0] != ARCHIVED:
-                raise StoreError(f"Memory {node_id} is not archived; nothing to restore.")
-            attributes = json.loads(row[1] or "{}")
-            info = attributes.pop("archived", None) or {}
-            was = info.get("was")
-            # The version it pointed at may have been forgotten since: then this one is current.
-            if was and not conn.execute("SELECT 1 FROM nodes WHERE id=?", (was,)).fetchone():
-                was = None
-            conn.execute(
-                "UPDATE nodes SET superseded_by=?, attributes=? WHERE id=?",
-                (was, json.dumps(attributes, sort_keys=True), node_id),
-            )
-            self._set_active(conn, [node_id], was is None)
-            # Older versions still where the archive left them go back to being replaced by this one.
-            revived = [str(i) for i in info.get("revived") or []]
-            if revived:
-                marks = ",".join("?" * len(revived))
-                moved = [
-                    r[0]
-                    for r in conn.execute(
-                        f"SELECT id FROM nodes WHERE id IN ({marks}) "
-                        "AND (superseded_by IS NULL OR superseded_by IS ?)",
-                        [*revived, info.get("was")],
-                    )
-                ]
-                for prev_id in moved:
-                    conn.execute("UPDATE nodes SET superseded_by=? WHERE id=?", (node_id, prev_id))
-                self._set_active(conn, moved, False)
-        node = self.get_node(node_id)
-        assert node is not None
-        return node
-
-    @staticmethod
-    def _set_active(conn: Any, node_ids: Sequence[str], active: bool) -> None:
+    def _set_active(self, conn: Any, node_ids: Sequence[str], active: bool) -> None:
         for node_id in node_ids:
             conn.execute(
                 "UPDATE vec_nodes SET active=? WHERE rowid=(SELECT rowid FROM nodes WHERE id=?)",
@@ -924,32 +632,9 @@ class MemoryStore:
                     out[row[0]] = _row_to_node(row)
         return [out[i] for i in ids if i in out]
 
-    def list_nodes(
-        self,
-        *,
-        types: Sequence[str] | None = None,
-        since: str | None = None,
-        limit: int | None = 50,
-        include_superseded: bool = True,
-        source: str | None = None,
-        min_scope: float | None = None,
-    ) -> list[Node]:
-        """Nodes newest first, optionally filtered by type, creation time, source and scope."""
-        where, args = self._filters(types, None, since, None, include_superseded)
-        if source:
-            where.append("n.source = ?")
-            args.append(source)
-        if min_scope is not None:
-            where.append("n.scope >= ?")
-            args.append(min_scope)
-        sql = f"SELECT {_prefixed('n')} FROM nodes n"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY n.created_at DESC, n.rowid DESC"
-        if limit:
-            sql += f" LIMIT {int(limit)}"
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
-            return [_row_to_node(r) for r in self._conn.execute(sql, args)]
+            return self._conn.execute(sql, args).fetchall()
 
     def iter_all(self) -> Iterator[Node]:
         """Every node, oldest first (for export)."""
@@ -977,95 +662,24 @@ class MemoryStore:
             ).fetchall()
         return [Edge(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), r[5] or "") for r in rows]
 
-    def supersede_chain(self, node_id: str) -> list[Node]:
-        """The versions of a memory, oldest first, that lead to and from `node_id`."""
-        chain: list[Node] = []
-        node = self.get_node(node_id)
-        if node is None:
-            return chain
-        back: list[Node] = []
-        current = node
-        seen = {node.id}
-        while True:
-            with self._lock:
-                row = self._conn.execute(
-                    f"SELECT {_NODE_COLS} FROM nodes WHERE superseded_by=?", (current.id,)
-                ).fetchone()
-            if row is None or row[0] in seen:
-                break
-            current = _row_to_node(row)
-            seen.add(current.id)
-            back.append(current)
-        chain = list(reversed(back)) + [node]
-        current = node
-        while current.superseded_by and current.superseded_by not in seen:
-            nxt = self.get_node(current.superseded_by)
-            if nxt is None:
-                break
-            seen.add(nxt.id)
-            chain.append(nxt)
-            current = nxt
-        return chain
-
-    def entity_kinds(self, limit: int = 5000) -> dict[str, str | None]:
-        """Names and aliases of current entities with their subtype (the deterministic classifier's gazetteer)."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT content, subtype, attributes FROM nodes WHERE node_type='entity' "
-                "AND superseded_by IS NULL ORDER BY salience DESC, rowid DESC LIMIT ?",
-                (limit,),
-            ).fetchall()
-        kinds: dict[str, str | None] = {}
-        for content, subtype, attributes in rows:
-            kinds.setdefault(content, subtype)
-            try:
-                for alias in json.loads(attributes or "{}").get("aliases", []):
-                    kinds.setdefault(str(alias), subtype)
-            except (TypeError, ValueError, AttributeError):
-                pass
-        return kinds
-
-    def entity_names(self, limit: int = 5000) -> list[str]:
-        """Names and aliases of current entities."""
-        return list(self.entity_kinds(limit))
-
-    def find_entity(self, name: str, *, semantic: bool = True) -> Node | None:
-        """Find an entity by name: exact, case-insensitive, alias, then (optionally) semantic."""
-        name = name.strip()
-        if not name:
-            return None
-        cols = _prefixed("n")
-        base = "FROM nodes n WHERE n.node_type='entity' AND n.superseded_by IS NULL"
-        with self._lock:
-            row = self._conn.execute(
-                f"SELECT {cols} {base} AND n.content=? LIMIT 1", (name,)
-            ).fetchone()
-            if row is None:
-                row = self._conn.execute(
-                    f"SELECT {cols} {base} AND lower(n.content)=lower(?) "
-                    "ORDER BY n.salience DESC LIMIT 1",
-                    (name,),
-                ).fetchone()
-            if row is None:
-                row = self._conn.execute(
-                    f"SELECT {cols} {base} AND EXISTS (SELECT 1 FROM json_each(n.attributes, '$.aliases') a "
-                    "WHERE lower(a.value)=lower(?)) LIMIT 1",
-                    (name,),
-                ).fetchone()
-        if row is not None:
-            return _row_to_node(row)
-        if not semantic:
-            return None
-        hits = self.search(name, types=["entity"], limit=1, mode="vector")
-        if hits and hits[0].cosine >= ENTITY_MATCH_MIN_COSINE:
-            return hits[0].node
+    def _find_entity_exact(self, name: str) -> Node | None:
+        base = f"SELECT {NODE_SELECT} FROM nodes n WHERE n.node_type='entity' AND n.superseded_by IS NULL"
+        for sql in (
+            f"{base} AND n.content=? LIMIT 1",
+            f"{base} AND lower(n.content)=lower(?) ORDER BY n.salience DESC LIMIT 1",
+            f"{base} AND EXISTS (SELECT 1 FROM json_each(n.attributes, '$.aliases') a "
+            "WHERE lower(a.value)=lower(?)) LIMIT 1",
+        ):
+            rows = self._rows(sql, (name,))
+            if rows:
+                return _row_to_node(rows[0])
         return None
 
     def relationships(self, entity_id: str, limit: int = 25) -> list[Relationship]:
         """Edges of an entity with the node at the other end, most salient first, current nodes only."""
         sql = f"""
             SELECT e.id, e.source_id, e.target_id, e.edge_type, e.attributes, e.created_at,
-                   {_prefixed("n")},
+                   {NODE_SELECT},
                    CASE WHEN e.source_id = ? THEN 'out' ELSE 'in' END AS direction
             FROM edges e
             JOIN nodes n ON n.id = CASE WHEN e.source_id = ? THEN e.target_id ELSE e.source_id END
@@ -1092,40 +706,6 @@ class MemoryStore:
         return {s if t == entity_id else t for s, t in rows}
 
     # ------------------------------------------------------------------ search
-
-    def _filters(
-        self,
-        types: Sequence[str] | None,
-        entity_id: str | None,
-        since: str | None,
-        until: str | None,
-        include_superseded: bool,
-    ) -> tuple[list[str], list[Any]]:
-        where: list[str] = []
-        args: list[Any] = []
-        if types:
-            for t in types:
-                if t not in NODE_TYPES:
-                    raise StoreError(
-                        f"Unknown memory type {t!r}; use one of: {', '.join(NODE_TYPES)}."
-                    )
-            where.append(f"n.node_type IN ({','.join('?' * len(types))})")
-            args.extend(types)
-        if not include_superseded:
-            where.append("n.superseded_by IS NULL")
-        if since:
-            where.append("(n.created_at >= ? OR n.valid_from >= ?)")
-            args.extend([since, since])
-        if until:
-            where.append("(n.created_at <= ? OR n.valid_from <= ?)")
-            args.extend([until, until])
-        if entity_id:
-            where.append(
-                "n.id IN (SELECT target_id FROM edges WHERE source_id=? "
-                "UNION SELECT source_id FROM edges WHERE target_id=?)"
-            )
-            args.extend([entity_id, entity_id])
-        return where, args
 
     def embed_query(self, query: str) -> np.ndarray:
         """The query's vector; the last few are cached because one run asks for the same text often."""
@@ -1207,6 +787,29 @@ class MemoryStore:
             )
         return [(ids[r[0]], 1.0 - float(r[1])) for r in rows if r[0] in ids]
 
+    def _fts_preselect(
+        self, match: str, preselect: int, where: list[str], args: list[Any], *, exact: bool
+    ) -> list[Any]:
+        """(id, rowid, FTS5 rank) of the best `preselect` matches that pass the filters. Caller locks.
+
+        Not `exact`: FTS5's best rows first, then the filters (joining every match to `nodes` before
+        the sort costs more than the search itself on large databases). `exact`: filter first.
+        """
+        conditions = " AND ".join(where) if where else "1"
+        if not exact:
+            sql = (
+                "SELECT n.id, f.rowid, f.rank FROM (SELECT rowid, bm25(nodes_fts) AS rank "
+                "FROM nodes_fts WHERE nodes_fts MATCH ? ORDER BY rank LIMIT ?) f "
+                f"JOIN nodes n ON n.rowid = f.rowid WHERE {conditions} ORDER BY f.rank"
+            )
+            return self._conn.execute(sql, [match, int(preselect), *args]).fetchall()
+        sql = (
+            "SELECT n.id, nodes_fts.rowid, bm25(nodes_fts) AS rank FROM nodes_fts "
+            f"JOIN nodes n ON n.rowid = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {conditions} "
+            "ORDER BY rank LIMIT ?"
+        )
+        return self._conn.execute(sql, [match, *args, int(preselect)]).fetchall()
+
     def _keyword_candidates(
         self, query: str, k: int, where: list[str], args: list[Any]
     ) -> list[tuple[str, float]]:
@@ -1215,23 +818,10 @@ class MemoryStore:
         if match is None:
             return []
         preselect = max(k * BM25_RESCORE_FACTOR, BM25_MIN_RESCORE)
-        conditions = " AND ".join(where) if where else "1"
-        # FTS5's best rows first, then the filters: joining every match to `nodes` before the sort costs
-        # more than the search itself on large databases. When the filters leave too few rows, filter first.
-        fast = (
-            "SELECT n.id, f.rowid, f.rank FROM (SELECT rowid, bm25(nodes_fts) AS rank FROM nodes_fts "
-            "WHERE nodes_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN nodes n ON n.rowid = f.rowid "
-            f"WHERE {conditions} ORDER BY f.rank"
-        )
-        exact = (
-            "SELECT n.id, nodes_fts.rowid, bm25(nodes_fts) AS rank FROM nodes_fts "
-            f"JOIN nodes n ON n.rowid = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {conditions} "
-            "ORDER BY rank LIMIT ?"
-        )
         with self._lock:
-            rows = self._conn.execute(fast, [match, int(preselect), *args]).fetchall()
+            rows = self._fts_preselect(match, preselect, where, args, exact=False)
             if len(rows) < min(k, preselect):
-                rows = self._conn.execute(exact, [match, *args, int(preselect)]).fetchall()
+                rows = self._fts_preselect(match, preselect, where, args, exact=True)
             try:
                 scores = self._bm25(match, [r[1] for r in rows])
             except sqlean.DatabaseError:
@@ -1243,14 +833,45 @@ class MemoryStore:
         ranked = sorted(rows, key=lambda r: -scores.get(r[1], 0.0))
         return [(r[0], scores.get(r[1], 0.0)) for r in ranked[:k]]
 
-    def _bm25(self, match: str, rowids: Sequence[int]) -> dict[int, float]:
-        """Okapi BM25 (BM25_K1, BM25_B, non-negative idf) of FTS5 rows, from the index's own statistics.
+    def keyword_inputs(self, query: str, preselect: int) -> KeywordInputs | None:
+        """What BM25 ranks a query's keyword candidates on (current memories), for offline tuning.
 
-        The query terms go through the index's tokenizer (a temp FTS5 table), term and document counts come
-        from fts5vocab tables, lengths from FTS5's docsize and averages records. Caller holds the lock.
+        None when the query has no searchable words or matches nothing.
+        """
+        match = fts_query(query)
+        if match is None:
+            return None
+        where, args = self._filters(None, None, None, None, False)
+        with self._lock:
+            rows = self._fts_preselect(match, preselect, where, args, exact=False)
+            inputs = self._bm25_inputs(match, [r[1] for r in rows])
+        if inputs is None:
+            return None
+        terms, idf, tf, rel_len = inputs
+        return KeywordInputs([r[0] for r in rows], terms, idf, tf, rel_len)
+
+    def _bm25(self, match: str, rowids: Sequence[int]) -> dict[int, float]:
+        """Okapi BM25 (BM25_K1, BM25_B, non-negative idf) of FTS5 rows. Caller holds the lock."""
+        inputs = self._bm25_inputs(match, rowids)
+        if inputs is None:
+            return {}
+        _, idf, tf, rel_len = inputs
+        k1, b = BM25_K1, BM25_B
+        norm = (k1 * (1 - b + b * rel_len))[:, None]
+        scores = (idf[None, :] * tf * (k1 + 1) / (tf + norm)).sum(axis=1)
+        return dict(zip(rowids, scores.tolist(), strict=True))
+
+    def _bm25_inputs(
+        self, match: str, rowids: Sequence[int]
+    ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None:
+        """The query's terms, their idf, term counts (rows x terms) and relative lengths of FTS5 rows.
+
+        Everything comes from the index's own statistics: the query terms go through the index's
+        tokenizer (a temp FTS5 table), term and document counts come from fts5vocab tables, lengths
+        from FTS5's docsize and averages records. Caller holds the lock.
         """
         if not rowids:
-            return {}
+            return None
         conn = self._conn
         if not getattr(self, "_bm25_ready", False):
             tokenize = "porter unicode61"
@@ -1275,37 +896,34 @@ class MemoryStore:
         terms = [t for (t,) in conn.execute("SELECT DISTINCT term FROM temp.octy_qtok_inst")]
         averages = conn.execute("SELECT block FROM nodes_fts_data WHERE id = 1").fetchone()
         if not terms or averages is None:
-            return {}
+            return None
         n_docs, n_tokens = (_varints(averages[0]) + [0, 0])[:2]
         avg_len = max(n_tokens / max(n_docs, 1), 1e-9)
         term_marks = ",".join("?" * len(terms))
-        idf = {
-            term: float(np.log1p((n_docs - df + 0.5) / (df + 0.5)))
-            for term, df in conn.execute(
-                f"SELECT term, doc FROM temp.octy_fts_row WHERE term IN ({term_marks})", terms
-            )
-        }
-        k1, b = BM25_K1, BM25_B
-        scores: dict[int, float] = {}
+        term_index = {t: j for j, t in enumerate(terms)}
+        idf = np.zeros(len(terms))
+        for term, df in conn.execute(
+            f"SELECT term, doc FROM temp.octy_fts_row WHERE term IN ({term_marks})", terms
+        ):
+            idf[term_index[term]] = float(np.log1p((n_docs - df + 0.5) / (df + 0.5)))
+        row_index = {rowid: i for i, rowid in enumerate(rowids)}
+        tf = np.zeros((len(rowids), len(terms)))
+        rel_len = np.ones(len(rowids))  # a row without a docsize record counts as average
         for start in range(0, len(rowids), 500):
             part = list(rowids[start : start + 500])
             marks = ",".join("?" * len(part))
-            sizes = {
-                i: (sz[0] if sz[0] < 0x80 else _varints(sz)[0]) if sz else 0
-                for i, sz in conn.execute(
-                    f"SELECT id, sz FROM nodes_fts_docsize WHERE id IN ({marks})", part
-                )
-            }
-            for doc, term, tf in conn.execute(
+            for i, sz in conn.execute(
+                f"SELECT id, sz FROM nodes_fts_docsize WHERE id IN ({marks})", part
+            ):
+                size = (sz[0] if sz[0] < 0x80 else _varints(sz)[0]) if sz else 0
+                rel_len[row_index[i]] = size / avg_len
+            for doc, term, count in conn.execute(
                 f"SELECT doc, term, count(*) FROM temp.octy_fts_inst WHERE term IN ({term_marks}) "
                 f"AND doc IN ({marks}) GROUP BY doc, term",
                 [*terms, *part],
             ):
-                norm = k1 * (1 - b + b * sizes.get(doc, avg_len) / avg_len)
-                scores[doc] = scores.get(doc, 0.0) + idf.get(term, 0.0) * tf * (k1 + 1) / (
-                    tf + norm
-                )
-        return scores
+                tf[row_index[doc], term_index[term]] = count
+        return terms, idf, tf, rel_len
 
     def _vectors_of(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of these nodes (unit length), by id."""
@@ -1322,79 +940,6 @@ class MemoryStore:
                 ):
                     out[node_id] = np.frombuffer(blob, dtype=np.float32)
         return out
-
-    def search(
-        self,
-        query: str,
-        *,
-        types: Sequence[str] | None = None,
-        entity_id: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        days: int | None = None,
-        limit: int = 10,
-        include_superseded: bool = False,
-        mode: SearchMode = "hybrid",
-        query_vec: np.ndarray | None = None,
-        min_cosine: float | None = None,
-    ) -> list[Hit]:
-        """Search memories by meaning and words; every hit carries its cosine similarity too.
-
-        `hybrid` adds the z-scores over the candidates of the cosine (less each candidate's hubness, see
-        HUB_WEIGHT) and of BM25 (BM25_K1, BM25_B), weighted by VECTOR_WEIGHT; `vector` ranks by
-        raw cosine, `keyword` by BM25. Filters: node types, an entity the node is linked to, a
-        creation/validity window (`since`/`until` or the last `days`). Superseded nodes are left out unless
-        asked for.
-        """
-        if not query or not query.strip():
-            raise StoreError("The search needs some words.")
-        if limit <= 0:
-            raise StoreError("The search limit must be at least 1.")
-        if days is not None:
-            since = (datetime.now(UTC) - timedelta(days=days)).strftime("%Y-%m-%d %H:%M:%S")
-        where, args = self._filters(types, entity_id, since, until, include_superseded)
-        pool = max(limit * 5, 50)
-        qvec = (
-            query_vec
-            if query_vec is not None
-            else (self.embed_query(query) if mode != "keyword" else None)
-        )
-
-        vector: dict[str, float] = {}
-        if qvec is not None and mode != "keyword":
-            if entity_id or since or until:
-                # Scoped searches are small: score the scope exactly instead of an over-fetched KNN.
-                scoped = self._scoped_ids(where, args)
-                vector = self.cosines(qvec, scoped)
-            else:
-                vector = dict(self._vector_candidates(qvec, pool, types, include_superseded))
-        keyword: dict[str, float] = {}
-        if mode != "vector":
-            keyword = dict(self._keyword_candidates(query, pool, where, args))
-
-        return rank_hits(
-            vector,
-            keyword,
-            mode=mode,
-            pool=pool,
-            qvec=qvec,
-            limit=limit,
-            min_cosine=min_cosine,
-            include_superseded=include_superseded,
-            vectors_of=self._vectors_of,
-            cosines=self.cosines,
-            get_nodes=self.get_nodes,
-        )
-
-    def _scoped_ids(self, where: list[str], args: list[Any]) -> list[str]:
-        sql = "SELECT n.id FROM nodes n"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " LIMIT 20000"
-        with self._lock:
-            return [r[0] for r in self._conn.execute(sql, args)]
-
-    # ------------------------------------------------------------------ maintenance
 
     def stats(self) -> dict[str, Any]:
         """Counts by type and subtype, edges, superseded, embedding model and file size."""

@@ -20,6 +20,7 @@ from octygraph.store import StoreError
 from octygraph.store.schema import SCHEMA_VERSION
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+DatabaseError = sqlean.DatabaseError  # what a damaged file raises, for callers outside the store
 SIDECARS = ("-wal", "-shm", "-journal")
 
 
@@ -188,7 +189,6 @@ def restore_into(source: Path, live: Path) -> None:
         try:
             dest = sqlean.connect(str(live), timeout=15.0)
             try:
-                dest.execute("PRAGMA busy_timeout = 15000")
                 src.backup(dest)
                 # Fold the copied pages into the main file; harmless when a reader holds it back.
                 dest.execute("PRAGMA wal_checkpoint(TRUNCATE)")
