@@ -12,7 +12,7 @@ the local model's sentence vector plus the named shape features. `MEMBERS` netwo
 layer of `HIDDEN` ReLU units, from different seeds, decide durable vs not by their mean probability (out of fold they keep more durable sentences than a
 logistic regression at the same false-keep rate, and separate acknowledgements from short facts, which a
 linear model over sentence vectors does not). Beside them a logistic model over hashed words and word
-pairs (`octygraph.judgement.ngrams`) reads how the sentence is worded; the gate averages the two votes as
+pairs (`octygraph.judgement.ngrams`) reads how a user's sentence is worded; the gate averages the two votes as
 log-odds (out of fold, the blend keeps about a third more durable sentences than the networks alone at a
 1% false-keep rate). A multinomial logistic regression, fitted on durable rows only, picks the kind. Weight decay and the wording model's C are chosen by 5-fold cross-validation on the training part. The bars
 per source (user prompt, assistant reply) and message length come from the out-of-fold false-keep rate
@@ -289,12 +289,22 @@ def main() -> int:
     oof = {a: out_of_fold(xt, yt, folds, a) for a in ALPHA_GRID}
     losses = {a: log_loss(yt, p) for a, p in oof.items()}
     alpha = min(losses, key=lambda a: losses[a])
+    # The wording model reads user prompts only: on assistant replies (long, and with far fewer
+    # labelled sentences) its votes did not carry over to real replies.
     words = hashed_ngrams([r.segment.text for r in rows])
-    wording_oof = {c: wording_out_of_fold(words[train], yt, folds, c) for c in WORDING_C_GRID}
+    user = sources == "user"
+    user_t = user[train]
+    wording_oof = {
+        c: wording_out_of_fold(words[train & user], yt[user_t], folds[user_t], c)
+        for c in WORDING_C_GRID
+    }
     # C is chosen for the blend, the probability the gate acts on.
-    blend_losses = {c: log_loss(yt, blend(oof[alpha], p)) for c, p in wording_oof.items()}
+    blend_losses = {
+        c: log_loss(yt[user_t], blend(oof[alpha][user_t], p)) for c, p in wording_oof.items()
+    }
     wording_c = min(blend_losses, key=lambda c: blend_losses[c])
-    p_oof = blend(oof[alpha], wording_oof[wording_c])
+    p_oof = oof[alpha].copy()
+    p_oof[user_t] = blend(oof[alpha][user_t], wording_oof[wording_c])
     bars = {
         s: bars_by_length(yt[sources[train] == s], p_oof[sources[train] == s], args.max_false_store)
         for s in ("user", "assistant")
@@ -302,7 +312,7 @@ def main() -> int:
     thresholds = {s: b[0] for s, b in bars.items()}  # a one-sentence message
 
     durable = _fit_durable(xt, yt, alpha)
-    wording = _fit_wording(words[train], yt, wording_c)
+    wording = _fit_wording(words[train & user], yt[user_t], wording_c)
     kind_rows = train & y & np.array([r.kind in KINDS for r in rows])
     kind = _fit(
         x[kind_rows],
@@ -325,7 +335,9 @@ def main() -> int:
         "bars_by_segments": bars,
         "by_source": {},
     }
-    p_test = blend(durable.proba(x[test]), wording.proba(words[test]))
+    p_test = durable.proba(x[test])
+    user_test = user[test]
+    p_test[user_test] = blend(p_test[user_test], wording.proba(words[test & user]))
     for s in ("user", "assistant"):
         m_tr, m_te = sources[train] == s, sources[test] == s
         cv = precision_recall(yt[m_tr], p_oof[m_tr] >= thresholds[s])

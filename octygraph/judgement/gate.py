@@ -82,7 +82,7 @@ class StorageGate:
         self.durable = durable
         """Durable or not, from the sentence vector and the shape features."""
         self.wording = wording
-        """Durable or not, from the hashed words and word pairs (`ngrams`)."""
+        """Durable or not, from the hashed words and word pairs (`ngrams`); user prompts only."""
         self.kind = kind
         self.bars = bars
         """Per source, the bar for a message of 1, 2, ... prose segments (the last for longer ones):
@@ -136,9 +136,11 @@ class StorageGate:
         chosen = [segs[i] for i in prose]
         vectors = self._embed([s.text for s in chosen])
         rows = gate_features(chosen, vectors, assistant=assistant)
-        p_durable = blend(
-            self.durable.proba(rows), self.wording.proba(hashed_ngrams([s.text for s in chosen]))
-        )
+        p_durable = self.durable.proba(rows)
+        if not assistant:  # the wording model is fitted on user prompts only
+            p_durable = blend(
+                p_durable, self.wording.proba(hashed_ngrams([s.text for s in chosen]))
+            )
         p_kind = self.kind.proba(rows)
         bars = self.bars["assistant" if assistant else "user"]
         bar = float(bars[min(len(prose), len(bars)) - 1])
