@@ -33,6 +33,12 @@ from typing import Any
 from octygraph.service import protocol
 from octygraph.service.client import NOTIFY_ENV, ServiceUnavailable, exchange
 
+# One BLAS thread, set before NumPy loads OpenBLAS: a search multiplies one query by the whole vector
+# matrix, which is bound by memory, not arithmetic. On a busy 2-core machine OpenBLAS's worker threads
+# wait for CPU and made that 3x slower (bench/README.md). A user's own setting wins.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
 After = Callable[[], Awaitable[None]]
 """Work for after the reply: the run's store half, then the hook's bookkeeping."""
 
