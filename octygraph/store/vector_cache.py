@@ -83,6 +83,10 @@ class VectorCache:
                     "SELECT e.rowid, e.node_id, e.node_type, e.vector FROM embeddings e ORDER BY e.rowid"
                 ).fetchall()
                 self._reset()
+            if rows or not self.ids:
+                # The matrix changes: so do the similarities and type masks computed over it.
+                self.recent_sims.clear()
+                self.type_masks.clear()
             if rows:
                 mat = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(
                     len(rows), -1
@@ -103,14 +107,16 @@ class VectorCache:
                     self.index[row[1]] = start + offset
                 self.ids.extend(r[1] for r in rows)
             self.max_rowid = int(top)
-            superseded = {
-                r[0] for r in conn.execute("SELECT id FROM nodes WHERE superseded_by IS NOT NULL")
-            }
-            self.active = np.array([i not in superseded for i in self.ids], dtype=bool)
+            # Most refreshes follow a run's own small write: mark the few superseded nodes through
+            # the index rather than testing all 20,000 ids.
+            active = np.ones(len(self.ids), dtype=bool)
+            for (node_id,) in conn.execute("SELECT id FROM nodes WHERE superseded_by IS NOT NULL"):
+                position = self.index.get(node_id)
+                if position is not None:
+                    active[position] = False
+            self.active = active
             if self.matrix is None:
                 self.matrix = np.zeros((0, 0), dtype=np.float32)
-            self.recent_sims.clear()
-            self.type_masks.clear()
             self.seen[id(conn)] = key
 
     def _reset(self) -> None:
