@@ -6,10 +6,11 @@ import asyncio
 import operator
 import sqlite3
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
 
 from octygraph.persistence import make_serde, open_checkpointer
 
