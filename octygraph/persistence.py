@@ -59,6 +59,10 @@ async def open_checkpointer(path: str | Path) -> AsyncIterator[AsyncSqliteSaver]
     try:
         saver = AsyncSqliteSaver(conn, serde=make_serde())
         await saver.setup()
+        # WAL with synchronous=NORMAL: a commit per step no longer waits for the disk, and a killed
+        # process still keeps every committed step (only a power cut can lose the last few), so a
+        # restarted service can finish a run's store half.
+        await conn.execute("PRAGMA synchronous=NORMAL")
         try:
             path.chmod(0o600)
         except OSError:

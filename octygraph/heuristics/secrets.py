@@ -8,6 +8,7 @@ the usual secret-scanner rule sets: provider tokens with a recognisable prefix, 
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -300,10 +301,16 @@ def is_secret_name(name: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=4096)
+def _redacted_short(text: str) -> str:
+    return redact_secrets(text)[0]
+
+
 def redact_deep(value: Any) -> Any:
     """`value` (JSON-like: dicts, lists, strings) with every string redacted, keys included."""
     if isinstance(value, str):
-        return redact_secrets(value)[0]
+        # A trace repeats its keys and the memories it retrieved (so do the next runs' traces).
+        return _redacted_short(value) if len(value) <= 2000 else redact_secrets(value)[0]
     if isinstance(value, dict):
         return {redact_deep(k): redact_deep(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -19,7 +19,7 @@ import os
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
@@ -27,10 +27,13 @@ from pydantic import SecretStr
 
 from octygraph.llm.claude_cli import ClaudeCLIChatModel, inside_fallback
 from octygraph.llm.errors import LLMConfigError
-from octygraph.llm.resilient import ResilientChatModel, Route
 from octygraph.llm.usage import MODEL_KEY, PROVIDER_KEY, UsageCallback, UsageTracker
 from octygraph.llm.wrangler import read_wrangler_token
 from octygraph.settings import OPENROUTER_BASE_URL, Settings
+
+if TYPE_CHECKING:
+    # The provider SDKs behind it take seconds to import: only a configured LLM pays for them.
+    from octygraph.llm.resilient import Route
 
 CF_API_ROOT = "https://api.cloudflare.com/client/v4"
 ANTHROPIC_API = "https://api.anthropic.com"
@@ -89,6 +92,8 @@ def _primary(
 ) -> Route:
     from langchain_openai import ChatOpenAI  # heavy import, only when an LLM is used
 
+    from octygraph.llm.resilient import Route
+
     extra: dict[str, Any] = {}
     if endpoint.provider == "workers-ai":
         key = _secret(settings.cloudflare_api_token) or read_wrangler_token(env)
@@ -123,6 +128,8 @@ def _fallback(
     timeout_s: float,
     callbacks: list[BaseCallbackHandler] | None,
 ) -> Route | None:
+    from octygraph.llm.resilient import Route
+
     name = env.get("OCTY_FALLBACK_MODEL") or DEFAULT_FALLBACK_MODEL
     meta = {MODEL_KEY: name}
     if settings.anthropic_api_key:
@@ -186,6 +193,8 @@ def make_chat_model(
     endpoint = resolve_endpoint(settings, layer_model(settings, layer), env)
     if endpoint is None:
         return None
+    from octygraph.llm.resilient import ResilientChatModel
+
     callbacks: list[BaseCallbackHandler] | None = (
         [UsageCallback(usage, layer, weak=True)] if usage is not None else None
     )

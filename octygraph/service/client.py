@@ -18,20 +18,24 @@ and a watchdog thread ends the process with exit 0 when one runs out, whatever t
 
 from __future__ import annotations
 
-import base64
+import binascii
 import errno
 import os
-import socket
 import sys
 import time
+
+# The C modules, not `socket` and `base64` (their enums and regexes cost a few ms on every prompt).
+from _socket import AF_UNIX, SOCK_STREAM
+from _socket import socket as unix_socket
 from collections.abc import Mapping
-from pathlib import Path
 
 from octygraph.service import protocol
 
 # Not `typing.TYPE_CHECKING` (see protocol): the client imports only what it needs on every prompt.
+# Nor pathlib: the warm path works on string paths; `Path` is imported where one is made.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any, Literal
 
     from octygraph.settings import Settings
@@ -122,7 +126,7 @@ def start_watchdog(deadline: float, guard: Any) -> None:
     _thread.start_new_thread(watch, ())
 
 
-def _recv_exact(sock: socket.socket, size: int, deadline: float) -> bytes:
+def _recv_exact(sock: unix_socket, size: int, deadline: float) -> bytes:
     chunks: list[bytes] = []
     left = size
     while left:
@@ -135,7 +139,7 @@ def _recv_exact(sock: socket.socket, size: int, deadline: float) -> bytes:
     return b"".join(chunks)
 
 
-def exchange(socket_path: Path, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+def exchange(socket_path: str | Path, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     """Send one message to the service and wait at most `timeout_s` in all for its answer.
 
     Raises:
@@ -143,7 +147,7 @@ def exchange(socket_path: Path, message: dict[str, Any], timeout_s: float) -> di
             came within `timeout_s` (`timeout`).
     """
     deadline = time.monotonic() + timeout_s
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = unix_socket(AF_UNIX, SOCK_STREAM)
     try:
         sock.settimeout(max(0.001, min(CONNECT_TIMEOUT_S, timeout_s)))
         try:
@@ -330,7 +334,7 @@ def hook_request(
     return {
         "op": "hook",
         "event": event,
-        "payload_b64": base64.b64encode(raw).decode("ascii"),
+        "payload_b64": binascii.b2a_base64(raw, newline=False).decode("ascii"),
         "env": protocol.request_env(env),
         "cwd": cwd,
         "process_env": protocol.process_env(env),
@@ -379,14 +383,15 @@ def worth_running(event: str, raw: bytes) -> bool:
     return False
 
 
-def home_problem(home: Path) -> str:
+def home_problem(home: str | Path) -> str:
     """Why the service cannot keep its files in `home` ("" when it can)."""
-    probe = home
-    while not probe.exists():
-        if probe.parent == probe:
+    probe = os.fspath(home).rstrip("/") or "/"
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe) or "."
+        if parent == probe:
             break
-        probe = probe.parent
-    if not probe.is_dir():
+        probe = parent
+    if not os.path.isdir(probe):
         return f"{probe} is not a folder"
     if not os.access(probe, os.W_OK | os.X_OK):
         return f"{probe} is not writable"
@@ -404,16 +409,22 @@ def _in_process(event: str, raw: bytes, started: float, team_note: str = "") -> 
     return stdout, "".join(notices[:1])
 
 
+def _path(home: str) -> Path:
+    from pathlib import Path  # off the warm path: only when a service is to be started or replaced
+
+    return Path(home)
+
+
 def _ask(
     event: str,
     raw: bytes,
     env: Mapping[str, str],
-    home: Path,
+    home: str,
     deadline: Deadline,
     start_if_missing: bool,
 ) -> HookResult:
     """A prompt: the service's answer, waiting for a service it starts, all within `deadline`."""
-    sock = protocol.ServicePaths(home).socket
+    sock = protocol.socket_path(home)
     spawned = False
     pending: int | None = None
     note = ""
@@ -428,7 +439,7 @@ def _ask(
             note = f"service {exc.kind}: {exc}"
             if exc.kind == "timeout":
                 # Frozen or stuck: replace it so the next prompt finds a working one; no re-run here.
-                fd = replace_service(home, env)
+                fd = replace_service(_path(home), env)
                 if fd is not None:
                     os.close(fd)
                 return HookResult("", "skipped", f"{note}; replaced it")
@@ -451,7 +462,7 @@ def _ask(
             problem = home_problem(home)
             if problem:
                 return HookResult("", "skipped", note, notice=f"memory is off: {problem}")
-            pending = start_service(home, env)
+            pending = start_service(_path(home), env)
             spawned = True
             if pending is None:
                 return HookResult("", "skipped", f"{note}; could not start a service")
@@ -473,12 +484,12 @@ def _handoff(
     event: str,
     raw: bytes,
     env: Mapping[str, str],
-    home: Path,
+    home: str,
     deadline: Deadline,
     start_if_missing: bool,
 ) -> HookResult:
     """Stop and session-start: the service takes the payload, or it goes to the spool."""
-    sock = protocol.ServicePaths(home).socket
+    sock = protocol.socket_path(home)
     message = hook_request(event, raw, env, time.monotonic() - deadline.started)
     try:
         answer = exchange(sock, message, max(0.01, min(HANDOFF_ACK_S, deadline.left())))
@@ -497,10 +508,10 @@ def _handoff(
         return HookResult("", "skipped", f"{note}; nothing to do for this payload")
     if start and not start_if_missing:
         return HookResult("", "skipped", note, fallback=True)  # the caller runs it here
-    if spool(home, message) is None:
+    if spool(_path(home), message) is None:
         return HookResult("", "skipped", f"{note}; could not spool it")
     if start:
-        fd = start_service(home, env)
+        fd = start_service(_path(home), env)
         if fd is not None:
             os.close(fd)  # do not wait: the service works through the spool when it is ready
     return HookResult("", "spooled", note)
@@ -564,7 +575,7 @@ def run_hook(
     env = os.environ if env is None else env
     if started is None:
         started = time.monotonic() - process_age_s()
-    home = protocol.home_from_env(env)
+    home = protocol.home_dir(env)
     if event in HANDOFF_EVENTS:
         deadline = Deadline(started, HANDOFF_BUDGET_S)
     else:
@@ -664,7 +675,7 @@ def _session_id(raw: bytes) -> str:
     return value if isinstance(value, str) else ""
 
 
-def client_notice(env: Mapping[str, str], home: Path) -> str:
+def client_notice(env: Mapping[str, str], home: str | Path) -> str:
     """What is wrong that the client can see cheaply: a bad setting, a home it cannot write."""
     from octygraph import setting_table
 
@@ -730,9 +741,9 @@ def hook_main(event: str, *, start_if_missing: bool = True) -> None:
             )
             out = result.stdout
             if event != "stop":
-                home = protocol.home_from_env(env)
+                home = protocol.home_dir(env)
                 notice = result.notice or client_notice(env, home)
-                if notice and first_time(home, _session_id(raw), notice):
+                if notice and first_time(_path(home), _session_id(raw), notice):
                     out = with_notice(event, out, notice)
             if out and guard.acquire(blocking=False):
                 data = out.encode("utf-8", "surrogateescape")
@@ -797,7 +808,7 @@ def service_health(settings: Settings) -> dict[str, Any]:
     Never raises and never starts a service; `running` is False when none answers.
     """
     try:
-        return health_at(Path(settings.home))
+        return health_at(_path(str(settings.home)))
     except Exception as exc:
         return {"running": False, "state": f"unknown ({type(exc).__name__})", "pid": None}
 

@@ -17,14 +17,16 @@ import json
 import os
 import struct
 from collections.abc import Mapping
-from pathlib import Path
 
 import octygraph
 from octygraph import setting_table as table
 
 # Not `typing.TYPE_CHECKING`: importing typing costs the hook client milliseconds on every prompt.
+# Nor pathlib at import time (it brings re, fnmatch and urllib.parse): the warm hook path works on
+# strings (`home_dir`, `socket_path`), and `Path` is imported where one is made.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 SOCKET_NAME = "octygraph.sock"
@@ -62,14 +64,9 @@ class ServicePaths:
 
     @property
     def socket(self) -> Path:
-        path = self.home / SOCKET_NAME
-        if len(os.fsencode(str(path.absolute()))) <= MAX_SOCKET_PATH:
-            return path
-        # A deep OCTYBOT_HOME cannot hold a socket: use a private folder in the temp dir, one per home.
-        import hashlib
+        from pathlib import Path
 
-        digest = hashlib.sha256(os.fsencode(str(self.home.absolute()))).hexdigest()[:16]
-        return short_socket_dir() / f"{digest}.sock"
+        return Path(socket_path(str(self.home)))  # the client's string path, exactly
 
     @property
     def pid_file(self) -> Path:
@@ -89,9 +86,26 @@ class ServicePaths:
         return self.home / SPOOL_NAME
 
 
+def long_home_socket_name(home: str) -> str:
+    """The socket's name in `short_socket_dir()` for a home too deep to hold it: one per home."""
+    import hashlib
+
+    return hashlib.sha256(os.fsencode(os.path.abspath(home))).hexdigest()[:16] + ".sock"
+
+
+def socket_path(home: str) -> str:
+    """`ServicePaths(home).socket` as a string, without pathlib (the hook client's warm path)."""
+    path = os.path.join(home, SOCKET_NAME)
+    if len(os.fsencode(os.path.abspath(path))) <= MAX_SOCKET_PATH:
+        return path
+    # A deep OCTYBOT_HOME cannot hold a socket: use a private folder in the temp dir, one per home.
+    return os.path.join(short_socket_dir(), long_home_socket_name(home))
+
+
 def short_socket_dir() -> Path:
     """`<tmp>/octygraph-<uid>`, created 0700; refuses a folder that another user owns."""
     import tempfile
+    from pathlib import Path
 
     folder = Path(tempfile.gettempdir()) / f"octygraph-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
@@ -105,7 +119,14 @@ def short_socket_dir() -> Path:
 
 def home_from_env(env: Mapping[str, str]) -> Path:
     """`$OCTYBOT_HOME` or `~/.octybot`, as `Settings.from_env` resolves it."""
-    return Path(env.get("OCTYBOT_HOME") or Path.home() / ".octybot").expanduser()
+    from pathlib import Path
+
+    return Path(home_dir(env))
+
+
+def home_dir(env: Mapping[str, str]) -> str:
+    """`home_from_env` as a string, without pathlib."""
+    return os.path.expanduser(env.get("OCTYBOT_HOME") or os.path.join("~", ".octybot"))
 
 
 def hook_budget_s(env: Mapping[str, str]) -> float:
@@ -152,10 +173,10 @@ def package_version() -> str:
     Installing another build replaces the files, and saving a source file usually renames a new file into
     its folder, so either changes a folder's mtime; a running service with older code then restarts.
     """
-    root = Path(octygraph.__file__).parent
+    root = os.path.dirname(octygraph.__file__)
     newest = 0
     try:
-        newest = root.stat().st_mtime_ns
+        newest = os.stat(root).st_mtime_ns
         with os.scandir(root) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False) and not entry.name.startswith(("_", ".")):

@@ -33,6 +33,12 @@ from typing import Any
 from octygraph.service import protocol
 from octygraph.service.client import NOTIFY_ENV, ServiceUnavailable, exchange
 
+# One BLAS thread, set before NumPy loads OpenBLAS: a search multiplies one query by the whole vector
+# matrix, which is bound by memory, not arithmetic. On a busy 2-core machine OpenBLAS's worker threads
+# wait for CPU and made that 3x slower (bench/README.md). A user's own setting wins.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
 After = Callable[[], Awaitable[None]]
 """Work for after the reply: the run's store half, then the hook's bookkeeping."""
 
@@ -154,17 +160,36 @@ class Service:
     # ------------------------------------------------------------------ start-up
 
     def _warm_up(self) -> None:
-        """Import the pipeline, load the embedding model and compile the graph once (in a thread)."""
-        t0 = time.perf_counter()
-        from octygraph import hooks
-        from octygraph.graph import build_graph
-        from octygraph.service.pool import StorePool
-        from octygraph.settings import Settings
+        """Import the pipeline, load the embedding model and compile the graph once (in a thread).
 
-        self._handle = hooks.handle
-        self._pool = StorePool()
-        build_graph().compile()
+        The model and the judges load in a second thread meanwhile: ONNX Runtime builds its session
+        without the GIL, so on two cores that time hides behind LangGraph's imports (a new user's
+        first prompt waits for all of it).
+        """
+        t0 = time.perf_counter()
+        models = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="octy-warm")
+        loading = models.submit(self._load_models)
         try:
+            from octygraph import hooks
+            from octygraph.graph import build_graph
+            from octygraph.service.pool import StorePool
+
+            self._handle = hooks.handle
+            self._pool = StorePool()
+            build_graph().compile()
+            from octygraph import runner
+
+            runner.compiled_graph()  # what the first run uses
+        finally:
+            loading.result()
+            models.shutdown()
+        log.info("warm in %.2f s", time.perf_counter() - t0)
+
+    def _load_models(self) -> None:
+        """The embedding model and the fitted judges; a bad setting is logged, not raised."""
+        try:
+            from octygraph.settings import Settings
+
             settings = Settings.from_env(cwd=self.home if self.home.is_dir() else None)
             if settings.embedding_backend == "local":
                 from octygraph.embeddings import local_embeddings
@@ -178,7 +203,6 @@ class Service:
                 storage_gate()
         except Exception as exc:  # a bad setting fails the requests that need it, not the service
             log.warning("embedding model not preloaded: %s", exc)
-        log.info("warm in %.2f s", time.perf_counter() - t0)
 
     async def _listen(self) -> None:
         sock_path = self.paths.socket

@@ -22,6 +22,7 @@ import numpy as np
 _WRITES: dict[str, int] = {}
 _REGISTRY: dict[str, VectorCache] = {}
 _LOCK = threading.Lock()
+RECENT_QUERIES = 8
 
 
 def note_write(path: str) -> None:
@@ -56,6 +57,11 @@ class VectorCache:
     index: dict[str, int] = field(default_factory=dict)
     seen: dict[int, tuple[int, int]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # A run searches with one prompt vector several times (facts, instructions, rules, the safety
+    # nets): the similarities over the whole matrix are kept for the last few vectors, and the type
+    # masks per filter, until the matrix changes.
+    recent_sims: dict[bytes, np.ndarray] = field(default_factory=dict)
+    type_masks: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)
 
     def refresh(self, conn: Any) -> None:
         """Bring the cache up to date for a search through `conn` (cheap when nothing changed)."""
@@ -77,6 +83,10 @@ class VectorCache:
                     "SELECT e.rowid, e.node_id, e.node_type, e.vector FROM embeddings e ORDER BY e.rowid"
                 ).fetchall()
                 self._reset()
+            if rows or not self.ids:
+                # The matrix changes: so do the similarities and type masks computed over it.
+                self.recent_sims.clear()
+                self.type_masks.clear()
             if rows:
                 mat = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(
                     len(rows), -1
@@ -97,10 +107,14 @@ class VectorCache:
                     self.index[row[1]] = start + offset
                 self.ids.extend(r[1] for r in rows)
             self.max_rowid = int(top)
-            superseded = {
-                r[0] for r in conn.execute("SELECT id FROM nodes WHERE superseded_by IS NOT NULL")
-            }
-            self.active = np.array([i not in superseded for i in self.ids], dtype=bool)
+            # Most refreshes follow a run's own small write: mark the few superseded nodes through
+            # the index rather than testing all 20,000 ids.
+            active = np.ones(len(self.ids), dtype=bool)
+            for (node_id,) in conn.execute("SELECT id FROM nodes WHERE superseded_by IS NOT NULL"):
+                position = self.index.get(node_id)
+                if position is not None:
+                    active[position] = False
+            self.active = active
             if self.matrix is None:
                 self.matrix = np.zeros((0, 0), dtype=np.float32)
             self.seen[id(conn)] = key
@@ -120,10 +134,10 @@ class VectorCache:
         with self.lock:
             if self.matrix is None or not self.ids:
                 return []
-            sims = self.matrix @ query.astype(np.float32)
+            sims = self._similarities(query.astype(np.float32))
             mask = np.ones(len(self.ids), dtype=bool) if include_superseded else self.active.copy()
             if types:
-                mask &= np.isin(self.types, list(types))
+                mask &= self._type_mask(tuple(types))
             sims = np.where(mask, sims, -np.inf)
             k = min(k, int(mask.sum()))
             if k <= 0:
@@ -131,6 +145,26 @@ class VectorCache:
             top = np.argpartition(-sims, k - 1)[:k]
             top = top[np.argsort(-sims[top], kind="stable")]
             return [(self.ids[i], float(sims[i])) for i in top]
+
+    def _similarities(self, query: np.ndarray) -> np.ndarray:
+        """`matrix @ query`, reused for a vector searched with a moment ago (under `lock`)."""
+        assert self.matrix is not None
+        key = query.tobytes()
+        sims = self.recent_sims.get(key)
+        if sims is None:
+            sims = self.matrix @ query
+            sims.flags.writeable = False  # shared by later searches
+            if len(self.recent_sims) >= RECENT_QUERIES:
+                self.recent_sims.pop(next(iter(self.recent_sims)))
+            self.recent_sims[key] = sims
+        return sims
+
+    def _type_mask(self, types: tuple[str, ...]) -> np.ndarray:
+        mask = self.type_masks.get(types)
+        if mask is None:
+            mask = self.type_masks[types] = np.isin(self.types, list(types))
+            mask.flags.writeable = False
+        return mask
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         with self.lock:
