@@ -122,6 +122,30 @@ def test_hook_uses_the_team_server(team: dict[str, Any], home: Path) -> None:
     assert not (home / "projects" / "falcon" / "memory" / "memory.db").exists()
 
 
+def test_a_prompt_told_through_the_team_server_is_stored(team: dict[str, Any]) -> None:
+    # The answer goes out first; the store half must still finish on the server afterwards.
+    url, falcon = team["url"], team["falcon"]
+    env = {
+        "OCTY_SERVER_URL": url,
+        "OCTY_SERVER_TOKEN": falcon,
+        "OCTYBOT_PROJECT": "falcon",
+        "OCTY_HOOK_BUDGET_S": "20",
+    }
+    told = "from now on the Falcon changelog is written in British English"
+    result = run_cli("hook", "prompt", input=prompt_payload(told, Path.cwd()), env=env)
+    assert result.returncode == 0
+    deadline = time.monotonic() + 30
+    found: list[Any] = []
+    while time.monotonic() < deadline and not found:
+        status, hits = call(
+            url, "/v1/projects/falcon/search", {"query": "changelog English"}, falcon
+        )
+        assert status == 200
+        found = [h for h in hits if "British English" in h["content"]]
+        time.sleep(0.3)
+    assert found, "the told rule never reached the team server's store"
+
+
 def test_hook_falls_back_to_local_memory_when_the_server_is_unreachable(home: Path) -> None:
     cli_json("memory", "add", "Peter handles the Anderson account", "--json")
     env = {

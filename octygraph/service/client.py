@@ -587,7 +587,7 @@ def run_hook(
         from octygraph.service.remote import LOCAL_RESERVE_S, RemoteUnavailable, remote_hook
 
         if event not in HANDOFF_EVENTS:
-            _warm_local_fallback(env, home, start_if_missing)
+            _warm_local_fallback(env, _path(home), start_if_missing)
         try:
             reply = remote_hook(event, raw, env, deadline.left() - LOCAL_RESERVE_S)
             return HookResult(reply["stdout"], "service", "team server", notice=reply["notice"])

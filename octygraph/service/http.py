@@ -107,6 +107,12 @@ class TeamServer:
         self.pool = StorePool()
         self.requests = 0
         self._lock = threading.Lock()
+        # Prompt hooks run on one long-lived loop: the store half of a prompt keeps going there after
+        # the answer is sent (asyncio.run would cancel it when the answer returns).
+        self._loop = asyncio.new_event_loop()
+        threading.Thread(
+            target=self._loop.run_forever, name="octygraph-team-hooks", daemon=True
+        ).start()
 
     def settings_for(self, project: str) -> Settings:
         return Settings.from_env(env={**self.env, "OCTYBOT_PROJECT": project})
@@ -116,8 +122,21 @@ class TeamServer:
 
         env = {**self.env, "OCTYBOT_PROJECT": project}
         # The payload's folder is on the teammate's machine: the project id above decides.
-        reply = asyncio.run(handle(event, raw, env=env, cwd=None, stores=self.pool.lease))
-        return {"stdout": reply.stdout, "notice": reply.notice}, reply.after
+        reply = asyncio.run_coroutine_threadsafe(
+            handle(event, raw, env=env, cwd=None, stores=self.pool.lease), self._loop
+        ).result()
+
+        def after() -> None:
+            """Once the answer is sent: wait for the store half, then the bookkeeping."""
+            asyncio.run_coroutine_threadsafe(reply.settle(), self._loop).result()
+            reply.finish()
+
+        return {"stdout": reply.stdout, "notice": reply.notice}, after
+
+    def close(self) -> None:
+        """Stop the hook loop (after the server stopped taking requests) and close the stores."""
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self.pool.close_all()
 
     def run(self, project: str, body: dict[str, Any]) -> dict[str, Any]:
         from octygraph.runner import RunOptions, run_prompt
@@ -254,5 +273,5 @@ def serve_http(host: str, port: int, tokens_file: Path, env: Mapping[str, str]) 
         pass
     finally:
         server.server_close()
-        team.pool.close_all()
+        team.close()
     return 0
