@@ -8,7 +8,7 @@ is its own work, never a second copy of the notes and timings written before it.
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -28,6 +28,32 @@ def merge_dicts(left: dict[str, Any] | None, right: dict[str, Any] | None) -> di
 Record = dict[str, Any]
 """A retrieved memory: id, type, subtype, content, scope, salience, valid_from, created_at, via, ..."""
 
+LayerMode = Literal["model", "fallback", "offline", "skipped"]
+
+
+class Layer(TypedDict):
+    """What one stage ran: the model, the fallback provider, the deterministic path, or nothing; and
+    when it was not the model, why (the fault, e.g. `HTTP 500`, `deadline reached`)."""
+
+    mode: LayerMode
+    reason: NotRequired[str]
+
+
+class ToolCall(TypedDict):
+    """One tool call of a loop, the fixed plan, the safety nets or force_store, as the trace shows it."""
+
+    loop: str
+    """Who called: `retrieve_loop`, `store_loop` (the agents), `fixed_plan` (the plan run before the
+    agent; `retrieve_loop` offline), `safety_nets`, `force_store`."""
+    tool: str
+    args: dict[str, Any]
+    status: Literal["success", "error"]
+    result: str
+    """What the tool answered (cut to 2,000 characters), or the error the caller was told."""
+    fault: NotRequired[str]
+    """On errors, the kind of fault: `invalid tool arguments`, `unknown tool`, `store error`,
+    `tool failed`."""
+
 
 class InputState(TypedDict, total=False):
     """What a caller passes in."""
@@ -46,7 +72,7 @@ class OutputState(TypedDict, total=False):
     superseded: list[str]
     flags: list[Record]
     timings_ms: dict[str, float]
-    layers: dict[str, dict[str, str]]
+    layers: dict[str, Layer]
 
 
 class PipelineState(InputState, total=False):
@@ -62,7 +88,7 @@ class PipelineState(InputState, total=False):
     instructions: list[ExtractedInstruction]
     retrieved: Annotated[list[Record], operator.add]
     """Records found by the retrieve loop and the safety nets."""
-    tool_calls: Annotated[list[Record], operator.add]
+    tool_calls: Annotated[list[ToolCall], operator.add]
     """Every tool call of both loops: tool, args, result summary, loop."""
     stored: Annotated[list[Record], operator.add]
     superseded: Annotated[list[str], operator.add]
@@ -70,7 +96,7 @@ class PipelineState(InputState, total=False):
     notes: Annotated[list[str], operator.add]
     """Why something degraded (timeouts, parse failures, fallbacks)."""
     timings_ms: Annotated[dict[str, float], merge_dicts]
-    layers: Annotated[dict[str, dict[str, str]], merge_dicts]
+    layers: Annotated[dict[str, Layer], merge_dicts]
     """Per stage, what ran (`model`, `fallback`, `offline`, `skipped`) and why (see nodes/_common.py)."""
     assembled: str
     """The ranked, budgeted context before curation."""
@@ -93,10 +119,10 @@ class RetrieveOutput(TypedDict, total=False):
     sections: dict[str, list[Record]]
     assembled: str
     retrieved: Annotated[list[Record], operator.add]
-    tool_calls: Annotated[list[Record], operator.add]
+    tool_calls: Annotated[list[ToolCall], operator.add]
     notes: Annotated[list[str], operator.add]
     timings_ms: Annotated[dict[str, float], merge_dicts]
-    layers: Annotated[dict[str, dict[str, str]], merge_dicts]
+    layers: Annotated[dict[str, Layer], merge_dicts]
 
 
 class StoreOutput(TypedDict, total=False):
@@ -107,7 +133,7 @@ class StoreOutput(TypedDict, total=False):
     stored: Annotated[list[Record], operator.add]
     superseded: Annotated[list[str], operator.add]
     flags: Annotated[list[Record], operator.add]
-    tool_calls: Annotated[list[Record], operator.add]
+    tool_calls: Annotated[list[ToolCall], operator.add]
     notes: Annotated[list[str], operator.add]
     timings_ms: Annotated[dict[str, float], merge_dicts]
-    layers: Annotated[dict[str, dict[str, str]], merge_dicts]
+    layers: Annotated[dict[str, Layer], merge_dicts]
