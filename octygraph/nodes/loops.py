@@ -25,13 +25,20 @@ from typing_extensions import TypedDict
 from octygraph import prompts
 from octygraph.context import TAIL_RESERVE_S, Context
 from octygraph.models import Classification, RetrievalPlan, StorageDecision
-from octygraph.nodes._common import NO_MODEL, Layer, answered, layer, short_reason, timed
+from octygraph.nodes._common import (
+    NO_MODEL,
+    RESULT_CHARS,
+    Layer,
+    answered,
+    layer,
+    short_reason,
+    timed,
+    tool_call,
+)
 from octygraph.nodes.plan import refine_storage
-from octygraph.state import PipelineState, Record
+from octygraph.state import PipelineState, Record, ToolCall
 from octygraph.store import StoreError
-from octygraph.tools import ops
-from octygraph.tools.retrieve import RETRIEVE_TOOLS
-from octygraph.tools.store import STORE_TOOLS
+from octygraph.tools import registry
 
 
 class LoopState(TypedDict, total=False):
@@ -74,39 +81,50 @@ def build_loop(name: str, tools: Sequence[BaseTool], layer: str = "l2") -> LoopG
 
     builder = StateGraph(LoopState, context_schema=Context)
     builder.add_node("agent", agent)
-    builder.add_node("tools", ToolNode(list(tools), handle_tool_errors=True))
+    # A failed call is told to the agent (it may fix its arguments) with the fault named first.
+    builder.add_node("tools", ToolNode(list(tools), handle_tool_errors=registry.tool_error))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", after_agent, ["tools", END])
     builder.add_conditional_edges("tools", after_tools, ["agent", END])
     return builder.compile(name=name)
 
 
-retrieve_subgraph = build_loop("retrieve_agent", RETRIEVE_TOOLS)
-store_subgraph = build_loop("store_agent", STORE_TOOLS)
+retrieve_subgraph = build_loop("retrieve_agent", registry.tools_for("retrieve"))
+store_subgraph = build_loop("store_agent", registry.tools_for("store"))
 
 
-def _harvest(messages: Sequence[AnyMessage], loop: str) -> tuple[list[Record], list[Record]]:
-    """Records (tool artifacts) and a trace entry per tool call, from a loop's messages."""
+def _harvest(messages: Sequence[AnyMessage], loop: str) -> tuple[list[Record], list[ToolCall]]:
+    """Records (tool artifacts) and a trace record per tool call, from a loop's messages.
+
+    A call whose arguments were not even JSON never reached a tool (LangChain keeps it in
+    `invalid_tool_calls`); it is recorded as an error all the same, so the trace names the fault.
+    """
     records: list[Record] = []
-    calls: list[Record] = []
+    calls: list[ToolCall] = []
     args_by_id: dict[str, tuple[str, dict[str, Any]]] = {}
     for msg in messages:
         if isinstance(msg, AIMessage):
             for call in msg.tool_calls:
                 args_by_id[call.get("id") or ""] = (call["name"], call.get("args", {}))
+            for broken in msg.invalid_tool_calls:
+                calls.append(
+                    tool_call(
+                        loop,
+                        broken.get("name") or "?",
+                        {"raw": broken.get("args") or ""},
+                        broken.get("error") or "arguments are not valid JSON",
+                        registry.INVALID_ARGUMENTS,
+                    )
+                )
         elif isinstance(msg, ToolMessage):
             name, args = args_by_id.get(msg.tool_call_id, (msg.name or "?", {}))
+            text = str(msg.content)[:RESULT_CHARS]
+            if msg.status == "error":
+                calls.append(tool_call(loop, name, args, text, registry.fault_in(name, text)))
+                continue
             if isinstance(msg.artifact, list):
                 records.extend(r for r in msg.artifact if isinstance(r, dict))
-            calls.append(
-                {
-                    "loop": loop,
-                    "tool": name,
-                    "args": args,
-                    "status": msg.status,
-                    "result": str(msg.content)[:2000],
-                }
-            )
+            calls.append(tool_call(loop, name, args, text))
     return records, calls
 
 
@@ -115,7 +133,7 @@ class LoopResult:
     """What a loop gathered: records, a trace entry per tool call, notes, turns, and what ran."""
 
     records: list[Record]
-    calls: list[Record]
+    calls: list[ToolCall]
     notes: list[str]
     turns: int
     layer: Layer
@@ -172,67 +190,25 @@ async def run_loop(
 # ----------------------------------------------------------------------------- fixed plan (no LLM)
 
 
-def _int_or_none(value: str | None) -> int | None:
-    try:
-        return int(value) if value not in (None, "") else None
-    except ValueError:
-        return None
-
-
 def run_fixed_plan(
     ctx: Context, plan: RetrievalPlan, loop: str = "retrieve_loop"
-) -> tuple[list[Record], list[Record], list[str]]:
-    """Execute the plan's steps through the same tool operations the LLM would use."""
+) -> tuple[list[Record], list[ToolCall], list[str]]:
+    """Execute the plan's steps through the same tool operations the LLM would use (the registry's)."""
     store = ctx.memory()
     records: list[Record] = []
-    calls: list[Record] = []
+    calls: list[ToolCall] = []
     notes: list[str] = []
     for step in plan.steps[: ctx.max_turns * 2]:
         args = dict(step.args)
         try:
-            if step.tool == "search_entity":
-                result = ops.search_entity(store, args.get("name", ""))
-            elif step.tool == "get_relationships":
-                entity_id = args.get("entity_id")
-                if not entity_id and args.get("entity_name"):
-                    entity = store.find_entity(args["entity_name"])
-                    entity_id = entity.id if entity else None
-                if not entity_id:
-                    continue
-                result = ops.get_relationships(store, entity_id)
-            elif step.tool == "search_facts":
-                result = ops.search_facts(store, args.get("query", ""))
-            elif step.tool == "search_events":
-                result = ops.search_events(
-                    store, args.get("query", ""), days=_int_or_none(args.get("days"))
-                )
-            elif step.tool == "search_processes":
-                result = ops.search_processes(store, args.get("query", ""))
-            elif step.tool == "get_instructions":
-                result = ops.get_instructions(store, topic=args.get("topic") or args.get("query"))
-            else:
-                continue
+            result = registry.run_step(store, step.tool, args)
         except StoreError as exc:
-            calls.append(
-                {
-                    "loop": loop,
-                    "tool": step.tool,
-                    "args": args,
-                    "status": "error",
-                    "result": str(exc),
-                }
-            )
+            calls.append(tool_call(loop, step.tool, args, str(exc), registry.fault_of(exc)))
+            continue
+        if result is None:  # nothing to search for, e.g. an entity that is not stored
             continue
         records.extend(result.records)
-        calls.append(
-            {
-                "loop": loop,
-                "tool": step.tool,
-                "args": args,
-                "status": "success",
-                "result": result.text[:2000],
-            }
-        )
+        calls.append(tool_call(loop, step.tool, args, result.text[:RESULT_CHARS]))
     return records, calls, notes
 
 
