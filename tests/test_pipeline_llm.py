@@ -120,12 +120,11 @@ ASK = Classification(
 
 
 def retrieve_agent(messages: list[BaseMessage]) -> AIMessage:
-    last = _last_tool(messages)
-    if last is None:
-        return tool_calls_message(("search_entity", {"name": "Anderson"}))
-    if last.name == "search_entity":
-        return tool_calls_message(("search_facts", {"query": "who handles Anderson"}))
-    return tool_calls_message(("done", {}))
+    """Its one reply: every search it still wants, at once."""
+    assert _last_tool(messages) is None, "the retrieve agent has one turn"
+    return tool_calls_message(
+        ("search_entity", {"name": "Anderson"}), ("search_facts", {"query": "who handles Anderson"})
+    )
 
 
 def test_retrieve_path_with_tools_and_curation(home: Path, store: MemoryStore) -> None:
@@ -151,7 +150,7 @@ def test_retrieve_path_with_tools_and_curation(home: Path, store: MemoryStore) -
     trace = trace_of(result)
     tools = [c["tool"] for c in trace["tool_calls"] if c["loop"] == "retrieve_loop"]
     assert tools == ["search_entity", "search_facts"]
-    assert brain.seen.count("retrieve") == 3  # two tool turns, then done
+    assert brain.seen.count("retrieve") == 1  # one reply with both searches; no turn to say done
     assert "store" not in brain.seen  # nothing to store: the store loop made no call
     usage = result["usage"]
     for layer in ("l1", "l2", "curation"):
@@ -268,7 +267,9 @@ def test_reconciliation_verdicts(home: Path, store: MemoryStore, verdict: str) -
         assert store.get_node(new_id).attributes.get("needs_review") is True  # type: ignore[union-attr]
 
 
-def test_endless_tool_calls_are_cut_at_eight_turns(home: Path, store: MemoryStore) -> None:
+def test_a_retrieve_agent_that_keeps_searching_gets_one_turn(
+    home: Path, store: MemoryStore
+) -> None:
     store.add_node(
         "instruction", "Always run the tests before deploying", subtype="rule", scope=1.0
     )
@@ -283,9 +284,30 @@ def test_endless_tool_calls_are_cut_at_eight_turns(home: Path, store: MemoryStor
         ),
     )
     result = run(store, "I'm about to deploy the API", scripted(brain))
-    assert brain.seen.count("retrieve") == 8
-    assert "Always run the tests before deploying" in result["context"]  # safety nets still ran
-    assert any("8-turn limit" in n for n in trace_of(result)["notes"])
+    # On the prompt's critical path: one agent reply, its search run, then assembly.
+    assert brain.seen.count("retrieve") == 1
+    assert "Always run the tests before deploying" in result["context"]
+    trace = trace_of(result)
+    assert [c["tool"] for c in trace["tool_calls"] if c["loop"] == "retrieve_loop"] == [
+        "search_facts"
+    ]
+    assert any("1-turn budget" in n for n in trace["notes"])
+
+
+def test_endless_store_calls_are_cut_at_eight_turns(home: Path, store: MemoryStore) -> None:
+    prompt = "Lisa handles the Zephyr account"
+    brain = Brain(
+        classify=Classification(operations=Operations(retrieve=False, store=True)),
+        plan=RetrievalPlan(complexity="SIMPLE_FACT", steps=[]),
+        filter=StorageDecision(store=True, items=[StorageItem(type="fact", content=prompt)]),
+        instructions=InstructionList(),
+        store=lambda m: tool_calls_message(("search_facts", {"query": "Zephyr"})),
+    )
+    result = run(store, prompt, scripted(brain))
+    # After the reply the store agent may take more turns, up to the context's cap.
+    assert brain.seen.count("store") == 8
+    assert any("8-turn budget" in n for n in trace_of(result)["notes"])
+    assert [s["content"] for s in result["stored"]] == [prompt]  # force_store stored it
 
 
 def test_slow_tool_is_cut_by_the_timeout(
@@ -384,13 +406,11 @@ def test_real_chatopenai_client_against_loopback_server(
     assert result["usage"]["l1"]["provider"] and result["usage"]["l1"]["input_tokens"] > 0
     assert result["usage"]["l1"]["priced"] is False and result["usage"]["l1"]["cost_usd"] is None
     assert "Peter handles the Anderson account" in result["context"]
-    # Classify and plan at once, two retrieve turns (the plan had no steps, so nothing was found before
+    # Classify and plan at once, one retrieve turn (the plan had no steps, so nothing was found before
     # the agent) and curation; the classification asked not to store, so the storage model is never called.
     systems = [r.body["messages"][0]["content"][:60] for r in server.requests]
     assert sorted(systems[:2]) == sorted([prompts.CLASSIFY_SYSTEM[:60], prompts.PLAN_SYSTEM[:60]])
-    assert systems[2:] == [
-        p[:60] for p in (prompts.RETRIEVE_SYSTEM, prompts.RETRIEVE_SYSTEM, prompts.CURATE_SYSTEM)
-    ]
+    assert systems[2:] == [p[:60] for p in (prompts.RETRIEVE_SYSTEM, prompts.CURATE_SYSTEM)]
     assert all(
         r.headers.get("authorization") == "Bearer sk-test-loopback-key-123" for r in server.requests
     )

@@ -1,7 +1,8 @@
 """L2: the retrieve and store ReAct loops (subgraphs), and the fixed plan used without an LLM.
 
-Each loop is `agent -> tools -> agent ...`, ended by the `done` tool, a reply without tool calls, the turn
-cap, or the wall-clock timeout (the loop then returns what it gathered so far).
+Each loop is `agent -> tools -> agent ...`, ended by the `done` tool, a reply without tool calls, its turn
+budget, or the wall-clock timeout (the loop then returns what it gathered so far). The retrieve agent is on
+the prompt's critical path: it gets `RETRIEVE_TURNS` turns; the store agent, after the reply, `max_turns`.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ class LoopState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
     prompt: str
     turns: int
+    max_turns: int
+    """The loop's turn budget; without one, the context's `max_turns`."""
     system: str
 
 
@@ -75,7 +78,7 @@ def build_loop(name: str, tools: Sequence[BaseTool], layer: str = "l2") -> LoopG
         ai = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
         if any(call["name"] == "done" for call in ai.tool_calls):
             return END
-        if state.get("turns", 0) >= runtime.context.max_turns:
+        if state.get("turns", 0) >= state.get("max_turns", runtime.context.max_turns):
             return END
         return "agent"
 
@@ -147,14 +150,18 @@ async def run_loop(
     prompt: str,
     ctx: Context,
     config: RunnableConfig,
+    max_turns: int | None = None,
 ) -> LoopResult:
-    """Run a loop under the timeout; on timeout keep what the finished steps gathered."""
+    """Run a loop under the timeout and within `max_turns` agent turns (default: the context's); on
+    timeout keep what the finished steps gathered."""
+    budget = max_turns or ctx.max_turns
     last: dict[str, Any] = {"messages": []}
     notes: list[str] = []
     inputs: LoopState = {
         "messages": [HumanMessage(task)],
         "prompt": prompt,
         "turns": 0,
+        "max_turns": budget,
         "system": system,
     }
     # The loop's own timeout, or the run's deadline less the deterministic work after it, if sooner.
@@ -171,9 +178,11 @@ async def run_loop(
     messages = last.get("messages", [])
     records, calls = _harvest(messages, loop)
     turns = int(last.get("turns", 0))
-    if turns >= ctx.max_turns:
-        notes.append(f"{loop}: cut at the {ctx.max_turns}-turn limit")
     replies = [m for m in messages if isinstance(m, AIMessage)]
+    last_calls = replies[-1].tool_calls if replies else []
+    wanted_more = bool(last_calls) and not any(c["name"] == "done" for c in last_calls)
+    if turns >= budget and wanted_more:
+        notes.append(f"{loop}: stopped after its {budget}-turn budget; kept what it had found")
     broken = [c for m in replies for c in m.invalid_tool_calls]
     if not replies:
         ran = layer("offline", cut or "no reply")
@@ -265,6 +274,7 @@ async def retrieve_loop(
             state.get("prompt", ""),
             ctx,
             config,
+            max_turns=RETRIEVE_TURNS,
         )
     except Exception as exc:  # LLM down: the fixed plan's records stand
         reason = short_reason(f"{type(exc).__name__}: {exc}")
@@ -286,6 +296,9 @@ async def retrieve_loop(
 
 
 FOUND_LINES = 12
+RETRIEVE_TURNS = 1
+"""The retrieve agent's turns: one reply, whose searches (in parallel) go into the context. Each further
+turn would be one more model round trip in front of the prompt (see bench/README.md)."""
 ENOUGH_FOR = ("SIMPLE_FACT", "ENTITY_LOOKUP")
 """Plans whose found memories are enough: the retrieve agent is not asked (see `retrieve_loop`)."""
 
