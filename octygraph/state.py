@@ -25,8 +25,52 @@ def merge_dicts(left: dict[str, Any] | None, right: dict[str, Any] | None) -> di
     return {**(left or {}), **(right or {})}
 
 
-Record = dict[str, Any]
-"""A retrieved memory: id, type, subtype, content, scope, salience, valid_from, created_at, via, ..."""
+class MemoryRecord(TypedDict):
+    """A memory as a tool, a safety net or a write found it: the node's fields (a checkpointable copy),
+    how it was found, and what assembly adds when it ranks it."""
+
+    id: str
+    type: str
+    subtype: str | None
+    content: str
+    scope: float | None
+    salience: float
+    valid_from: str | None
+    created_at: str
+    source: str
+    superseded_by: str | None
+    via: str
+    """The tool or safety net that found it, e.g. `search_facts`, `safety_net:broad_fallback`."""
+    search_score: NotRequired[float]
+    cosine: NotRequired[float]
+    entity_id: NotRequired[str]
+    """Found through this entity's edges (with its name and the edge's type)."""
+    entity_name: NotRequired[str]
+    edge_type: NotRequired[str]
+    supersedes: NotRequired[str]
+    """A correction: the id of the memory it replaced."""
+    vias: NotRequired[list[str]]
+    """Assembly: every way it was found."""
+    relevance: NotRequired[float]
+    rank: NotRequired[float]
+    promoted_from_plan: NotRequired[bool]
+    """Assembly: a plan whose date has passed, shown as an event."""
+
+
+Record = MemoryRecord
+
+
+class Flag(TypedDict):
+    """A new memory that contradicts a stored one, for the user's review (reconciliation)."""
+
+    kind: Literal["CONTRADICTION"]
+    new_id: str
+    existing_id: str
+    new: str
+    existing: str
+    reason: str
+    judge: str
+
 
 LayerMode = Literal["model", "fallback", "offline", "skipped"]
 
@@ -70,7 +114,7 @@ class OutputState(TypedDict, total=False):
     sections: dict[str, list[Record]]
     stored: list[Record]
     superseded: list[str]
-    flags: list[Record]
+    flags: list[Flag]
     timings_ms: dict[str, float]
     layers: dict[str, Layer]
 
@@ -92,7 +136,7 @@ class PipelineState(InputState, total=False):
     """Every tool call of both loops: tool, args, result summary, loop."""
     stored: Annotated[list[Record], operator.add]
     superseded: Annotated[list[str], operator.add]
-    flags: Annotated[list[Record], operator.add]
+    flags: Annotated[list[Flag], operator.add]
     notes: Annotated[list[str], operator.add]
     """Why something degraded (timeouts, parse failures, fallbacks)."""
     timings_ms: Annotated[dict[str, float], merge_dicts]
@@ -132,7 +176,7 @@ class StoreOutput(TypedDict, total=False):
     instructions: list[ExtractedInstruction]
     stored: Annotated[list[Record], operator.add]
     superseded: Annotated[list[str], operator.add]
-    flags: Annotated[list[Record], operator.add]
+    flags: Annotated[list[Flag], operator.add]
     tool_calls: Annotated[list[ToolCall], operator.add]
     notes: Annotated[list[str], operator.add]
     timings_ms: Annotated[dict[str, float], merge_dicts]

@@ -11,7 +11,7 @@ import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -126,7 +126,8 @@ def _harvest(messages: Sequence[AnyMessage], loop: str) -> tuple[list[Record], l
                 calls.append(tool_call(loop, name, args, text, registry.fault_in(name, text)))
                 continue
             if isinstance(msg.artifact, list):
-                records.extend(r for r in msg.artifact if isinstance(r, dict))
+                # The tools' artifacts are `to_record` records (see tools/ops.py).
+                records.extend(cast(Record, r) for r in msg.artifact if isinstance(r, dict))
             calls.append(tool_call(loop, name, args, text))
     return records, calls
 

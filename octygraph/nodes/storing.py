@@ -19,7 +19,7 @@ from octygraph.models import (
     StorageItem,
 )
 from octygraph.nodes._common import ask_structured, timed, tool_call
-from octygraph.state import PipelineState, Record, ToolCall
+from octygraph.state import Flag, PipelineState, Record, ToolCall
 from octygraph.store import GraphStore, StoreError
 from octygraph.tools import registry, writes
 
@@ -186,7 +186,7 @@ async def reconcile(state: PipelineState, runtime: Runtime[Context]) -> dict[str
     store = ctx.memory()
     run_ids = set(ctx.written()) | {r["id"] for r in state.get("stored") or []}
     superseded: list[str] = []
-    flags: list[Record] = []
+    flags: list[Flag] = []
     for record in new_instructions:
         hits = await asyncio.to_thread(
             store.search, record["content"], types=["instruction"], limit=RECONCILE_CANDIDATES + 1

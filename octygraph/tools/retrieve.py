@@ -6,15 +6,14 @@ reached through the runtime context, never through arguments the model sees.
 
 from __future__ import annotations
 
-from typing import Any
-
 from langchain_core.tools import tool
 from langgraph.prebuilt import ToolRuntime
 
 from octygraph.context import Context
+from octygraph.state import MemoryRecord
 from octygraph.tools import ops
 
-Artifact = tuple[str, list[dict[str, Any]]]
+Artifact = tuple[str, list[MemoryRecord]]
 
 
 def _out(result: ops.ToolResult) -> Artifact:

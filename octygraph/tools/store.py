@@ -6,15 +6,14 @@ grounded in the user's words). In a replay (`Context.read_only`) nothing is writ
 
 from __future__ import annotations
 
-from typing import Any
-
 from langchain_core.tools import tool
 from langgraph.prebuilt import ToolRuntime
 
 from octygraph.context import Context
+from octygraph.state import MemoryRecord
 from octygraph.tools import writes
 
-Artifact = tuple[str, list[dict[str, Any]]]
+Artifact = tuple[str, list[MemoryRecord]]
 
 
 def _grounding(runtime: ToolRuntime[Context]) -> str:
