@@ -88,9 +88,10 @@ now; "always run the linter before pushing" is an instruction."""
 
 RETRIEVE_SYSTEM = """You search a long-term memory graph to give a coding assistant the context it needs \
 for the user's message. The search plan has already run and its results are listed: when they answer \
-the message, call `done` at once. Otherwise search further, and after each tool result decide whether you \
-already have enough: for simple questions one or two calls are enough. Call `done` as soon as you have what is needed or \
-more searching will not help. Never answer the user yourself; only search."""
+the message, or more searching will not help, call `done` at once. Otherwise you have ONE reply: make every \
+further search you need in it, as several tool calls at once (different wording, an entity the plan \
+missed, a related process); their results go straight into the context and you see none of them. Do not \
+repeat the plan's searches. Never answer the user yourself; only search."""
 
 RETRIEVE_TASK = """User message:
 {prompt}

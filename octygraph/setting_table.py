@@ -132,7 +132,7 @@ TABLE: tuple[Setting, ...] = (
     # Usage reporting
     Setting("WORKER_URL", None, text, _R, "usage report endpoint", dotenv=True),
     # Limits
-    Setting("OCTY_MAX_TURNS", "8", positive_int, _R, "turns per ReAct loop"),
+    Setting("OCTY_MAX_TURNS", "8", positive_int, _R, "store-agent turns (retrieve: 1)"),
     Setting("OCTY_LOOP_TIMEOUT_S", "30", positive_float, _R, "seconds per ReAct loop"),
     Setting("OCTY_CONTEXT_BUDGET", "6000", positive_int, _R, "characters of injected context"),
     Setting("OCTY_HOOK_BUDGET_S", "12", positive_float, _R, "seconds a prompt hook may take"),

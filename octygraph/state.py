@@ -8,7 +8,7 @@ is its own work, never a second copy of the notes and timings written before it.
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -25,8 +25,78 @@ def merge_dicts(left: dict[str, Any] | None, right: dict[str, Any] | None) -> di
     return {**(left or {}), **(right or {})}
 
 
-Record = dict[str, Any]
-"""A retrieved memory: id, type, subtype, content, scope, salience, valid_from, created_at, via, ..."""
+class MemoryRecord(TypedDict):
+    """A memory as a tool, a safety net or a write found it: the node's fields (a checkpointable copy),
+    how it was found, and what assembly adds when it ranks it."""
+
+    id: str
+    type: str
+    subtype: str | None
+    content: str
+    scope: float | None
+    salience: float
+    valid_from: str | None
+    created_at: str
+    source: str
+    superseded_by: str | None
+    via: str
+    """The tool or safety net that found it, e.g. `search_facts`, `safety_net:broad_fallback`."""
+    search_score: NotRequired[float]
+    cosine: NotRequired[float]
+    entity_id: NotRequired[str]
+    """Found through this entity's edges (with its name and the edge's type)."""
+    entity_name: NotRequired[str]
+    edge_type: NotRequired[str]
+    supersedes: NotRequired[str]
+    """A correction: the id of the memory it replaced."""
+    vias: NotRequired[list[str]]
+    """Assembly: every way it was found."""
+    relevance: NotRequired[float]
+    rank: NotRequired[float]
+    promoted_from_plan: NotRequired[bool]
+    """Assembly: a plan whose date has passed, shown as an event."""
+
+
+Record = MemoryRecord
+
+
+class Flag(TypedDict):
+    """A new memory that contradicts a stored one, for the user's review (reconciliation)."""
+
+    kind: Literal["CONTRADICTION"]
+    new_id: str
+    existing_id: str
+    new: str
+    existing: str
+    reason: str
+    judge: str
+
+
+LayerMode = Literal["model", "fallback", "offline", "skipped"]
+
+
+class Layer(TypedDict):
+    """What one stage ran: the model, the fallback provider, the deterministic path, or nothing; and
+    when it was not the model, why (the fault, e.g. `HTTP 500`, `deadline reached`)."""
+
+    mode: LayerMode
+    reason: NotRequired[str]
+
+
+class ToolCall(TypedDict):
+    """One tool call of a loop, the fixed plan, the safety nets or force_store, as the trace shows it."""
+
+    loop: str
+    """Who called: `retrieve_loop`, `store_loop` (the agents), `fixed_plan` (the plan run before the
+    agent; `retrieve_loop` offline), `safety_nets`, `force_store`."""
+    tool: str
+    args: dict[str, Any]
+    status: Literal["success", "error"]
+    result: str
+    """What the tool answered (cut to 2,000 characters), or the error the caller was told."""
+    fault: NotRequired[str]
+    """On errors, the kind of fault: `invalid tool arguments`, `unknown tool`, `store error`,
+    `tool failed`."""
 
 
 class InputState(TypedDict, total=False):
@@ -44,9 +114,9 @@ class OutputState(TypedDict, total=False):
     sections: dict[str, list[Record]]
     stored: list[Record]
     superseded: list[str]
-    flags: list[Record]
+    flags: list[Flag]
     timings_ms: dict[str, float]
-    layers: dict[str, dict[str, str]]
+    layers: dict[str, Layer]
 
 
 class PipelineState(InputState, total=False):
@@ -62,15 +132,15 @@ class PipelineState(InputState, total=False):
     instructions: list[ExtractedInstruction]
     retrieved: Annotated[list[Record], operator.add]
     """Records found by the retrieve loop and the safety nets."""
-    tool_calls: Annotated[list[Record], operator.add]
+    tool_calls: Annotated[list[ToolCall], operator.add]
     """Every tool call of both loops: tool, args, result summary, loop."""
     stored: Annotated[list[Record], operator.add]
     superseded: Annotated[list[str], operator.add]
-    flags: Annotated[list[Record], operator.add]
+    flags: Annotated[list[Flag], operator.add]
     notes: Annotated[list[str], operator.add]
     """Why something degraded (timeouts, parse failures, fallbacks)."""
     timings_ms: Annotated[dict[str, float], merge_dicts]
-    layers: Annotated[dict[str, dict[str, str]], merge_dicts]
+    layers: Annotated[dict[str, Layer], merge_dicts]
     """Per stage, what ran (`model`, `fallback`, `offline`, `skipped`) and why (see nodes/_common.py)."""
     assembled: str
     """The ranked, budgeted context before curation."""
@@ -93,10 +163,10 @@ class RetrieveOutput(TypedDict, total=False):
     sections: dict[str, list[Record]]
     assembled: str
     retrieved: Annotated[list[Record], operator.add]
-    tool_calls: Annotated[list[Record], operator.add]
+    tool_calls: Annotated[list[ToolCall], operator.add]
     notes: Annotated[list[str], operator.add]
     timings_ms: Annotated[dict[str, float], merge_dicts]
-    layers: Annotated[dict[str, dict[str, str]], merge_dicts]
+    layers: Annotated[dict[str, Layer], merge_dicts]
 
 
 class StoreOutput(TypedDict, total=False):
@@ -106,8 +176,8 @@ class StoreOutput(TypedDict, total=False):
     instructions: list[ExtractedInstruction]
     stored: Annotated[list[Record], operator.add]
     superseded: Annotated[list[str], operator.add]
-    flags: Annotated[list[Record], operator.add]
-    tool_calls: Annotated[list[Record], operator.add]
+    flags: Annotated[list[Flag], operator.add]
+    tool_calls: Annotated[list[ToolCall], operator.add]
     notes: Annotated[list[str], operator.add]
     timings_ms: Annotated[dict[str, float], merge_dicts]
-    layers: Annotated[dict[str, dict[str, str]], merge_dicts]
+    layers: Annotated[dict[str, Layer], merge_dicts]

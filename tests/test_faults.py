@@ -127,3 +127,59 @@ def test_prompt_hook_answers_within_its_budget_whatever_the_fault(fault: str, ho
         json.loads(p.read_text()) for p in debug.glob("*.json") if "layers" in p.read_text()
     ]
     assert reason in json.dumps(trace["layers"])
+
+
+def test_invalid_tool_arguments_from_the_retrieve_agent_are_named_in_the_trace(
+    home: Path, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model answers classification and planning well, then calls its tools with arguments that are
+    not JSON and with a required one missing: the run answers from the plan's searches in time, and each
+    broken call is a trace record naming the fault."""
+    from octygraph import prompts
+    from octygraph.models import Classification, EntityMention, Operations
+
+    store.add_node("fact", MEMORY)
+    ask = Classification(
+        entities=[EntityMention(name="Anderson", kind="account")],
+        intents=["information"],
+        operations=Operations(retrieve=True, store=False),
+    )
+    # Not a simple lookup, so the agent is asked although the plan found the memory.
+    plan = {
+        "complexity": "MULTI_PART",
+        "steps": [{"tool": "search_facts", "args": {"query": "who handles Anderson"}}],
+    }
+
+    def route(body: dict[str, Any]) -> Reply:
+        system = body["messages"][0]["content"]
+        if system.startswith(prompts.CLASSIFY_SYSTEM[:60]):
+            return tool_reply(("Classification", ask.model_dump(mode="json")))
+        if system.startswith(prompts.PLAN_SYSTEM[:60]):
+            return tool_reply(("RetrievalPlan", plan))
+        if system.startswith(prompts.RETRIEVE_SYSTEM[:60]):
+            return tool_reply(("search_facts", "{not json"), ("search_events", {"days": 3}))
+        return text_reply(MEMORY)  # curation keeps the record
+
+    with openai_server(itertools.repeat(route)) as server:
+        monkeypatch.setenv("OCTY_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("OCTY_LLM_API_KEY", "sk-test")
+        monkeypatch.setenv("PATH", "")
+        settings = Settings.from_env()
+        ctx = make_context(settings, store)
+        started = time.monotonic()
+        result = asyncio.run(
+            run_prompt(
+                "Who handles Anderson?",
+                settings,
+                store,
+                RunOptions(deadline_s=BUDGET_S),
+                context=ctx,
+            )
+        )
+        elapsed = time.monotonic() - started
+    assert elapsed < BUDGET_S + 1.0
+    assert MEMORY in result["context"]
+    calls = trace_of(settings, result)["tool_calls"]
+    broken = [c for c in calls if c["loop"] == "retrieve_loop" and c["status"] == "error"]
+    assert sorted(c["tool"] for c in broken) == ["search_events", "search_facts"], calls
+    assert all(c["fault"] == "invalid tool arguments" for c in broken), broken

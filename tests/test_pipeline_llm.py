@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,7 @@ from octygraph.models import (
 from octygraph.runner import RunOptions, make_context, run_prompt
 from octygraph.settings import Settings
 from octygraph.store import MemoryStore
+from tests.conftest import cli_json
 from tests.fakes import ParseFailure, ScriptedChatModel, tool_calls_message
 from tests.llm_server import error_reply, openai_server, text_reply, tool_reply
 
@@ -120,12 +124,11 @@ ASK = Classification(
 
 
 def retrieve_agent(messages: list[BaseMessage]) -> AIMessage:
-    last = _last_tool(messages)
-    if last is None:
-        return tool_calls_message(("search_entity", {"name": "Anderson"}))
-    if last.name == "search_entity":
-        return tool_calls_message(("search_facts", {"query": "who handles Anderson"}))
-    return tool_calls_message(("done", {}))
+    """Its one reply: every search it still wants, at once."""
+    assert _last_tool(messages) is None, "the retrieve agent has one turn"
+    return tool_calls_message(
+        ("search_entity", {"name": "Anderson"}), ("search_facts", {"query": "who handles Anderson"})
+    )
 
 
 def test_retrieve_path_with_tools_and_curation(home: Path, store: MemoryStore) -> None:
@@ -151,7 +154,7 @@ def test_retrieve_path_with_tools_and_curation(home: Path, store: MemoryStore) -
     trace = trace_of(result)
     tools = [c["tool"] for c in trace["tool_calls"] if c["loop"] == "retrieve_loop"]
     assert tools == ["search_entity", "search_facts"]
-    assert brain.seen.count("retrieve") == 3  # two tool turns, then done
+    assert brain.seen.count("retrieve") == 1  # one reply with both searches; no turn to say done
     assert "store" not in brain.seen  # nothing to store: the store loop made no call
     usage = result["usage"]
     for layer in ("l1", "l2", "curation"):
@@ -268,7 +271,9 @@ def test_reconciliation_verdicts(home: Path, store: MemoryStore, verdict: str) -
         assert store.get_node(new_id).attributes.get("needs_review") is True  # type: ignore[union-attr]
 
 
-def test_endless_tool_calls_are_cut_at_eight_turns(home: Path, store: MemoryStore) -> None:
+def test_a_retrieve_agent_that_keeps_searching_gets_one_turn(
+    home: Path, store: MemoryStore
+) -> None:
     store.add_node(
         "instruction", "Always run the tests before deploying", subtype="rule", scope=1.0
     )
@@ -283,9 +288,30 @@ def test_endless_tool_calls_are_cut_at_eight_turns(home: Path, store: MemoryStor
         ),
     )
     result = run(store, "I'm about to deploy the API", scripted(brain))
-    assert brain.seen.count("retrieve") == 8
-    assert "Always run the tests before deploying" in result["context"]  # safety nets still ran
-    assert any("8-turn limit" in n for n in trace_of(result)["notes"])
+    # On the prompt's critical path: one agent reply, its search run, then assembly.
+    assert brain.seen.count("retrieve") == 1
+    assert "Always run the tests before deploying" in result["context"]
+    trace = trace_of(result)
+    assert [c["tool"] for c in trace["tool_calls"] if c["loop"] == "retrieve_loop"] == [
+        "search_facts"
+    ]
+    assert any("1-turn budget" in n for n in trace["notes"])
+
+
+def test_endless_store_calls_are_cut_at_eight_turns(home: Path, store: MemoryStore) -> None:
+    prompt = "Lisa handles the Zephyr account"
+    brain = Brain(
+        classify=Classification(operations=Operations(retrieve=False, store=True)),
+        plan=RetrievalPlan(complexity="SIMPLE_FACT", steps=[]),
+        filter=StorageDecision(store=True, items=[StorageItem(type="fact", content=prompt)]),
+        instructions=InstructionList(),
+        store=lambda m: tool_calls_message(("search_facts", {"query": "Zephyr"})),
+    )
+    result = run(store, prompt, scripted(brain))
+    # After the reply the store agent may take more turns, up to the context's cap.
+    assert brain.seen.count("store") == 8
+    assert any("8-turn budget" in n for n in trace_of(result)["notes"])
+    assert [s["content"] for s in result["stored"]] == [prompt]  # force_store stored it
 
 
 def test_slow_tool_is_cut_by_the_timeout(
@@ -384,13 +410,11 @@ def test_real_chatopenai_client_against_loopback_server(
     assert result["usage"]["l1"]["provider"] and result["usage"]["l1"]["input_tokens"] > 0
     assert result["usage"]["l1"]["priced"] is False and result["usage"]["l1"]["cost_usd"] is None
     assert "Peter handles the Anderson account" in result["context"]
-    # Classify and plan at once, two retrieve turns (the plan had no steps, so nothing was found before
+    # Classify and plan at once, one retrieve turn (the plan had no steps, so nothing was found before
     # the agent) and curation; the classification asked not to store, so the storage model is never called.
     systems = [r.body["messages"][0]["content"][:60] for r in server.requests]
     assert sorted(systems[:2]) == sorted([prompts.CLASSIFY_SYSTEM[:60], prompts.PLAN_SYSTEM[:60]])
-    assert systems[2:] == [
-        p[:60] for p in (prompts.RETRIEVE_SYSTEM, prompts.RETRIEVE_SYSTEM, prompts.CURATE_SYSTEM)
-    ]
+    assert systems[2:] == [p[:60] for p in (prompts.RETRIEVE_SYSTEM, prompts.CURATE_SYSTEM)]
     assert all(
         r.headers.get("authorization") == "Bearer sk-test-loopback-key-123" for r in server.requests
     )
@@ -484,6 +508,91 @@ def test_the_answer_does_not_wait_for_the_store_half(
     assert answered_after < 1.5 < 2 <= total, (answered_after, total)
     assert [s["content"] for s in result["stored"]] == ["Lisa handles the Zephyr account"]
     assert result["context"] == early["context"]
+
+
+STORE_CALL_S = 1.5
+
+
+def _cli_router(body: dict[str, Any]) -> Any:
+    """Answers the CLI run of `test_cli_run_prints_the_context_before_the_store_half_ends`: a quick
+    retrieval, a store agent that takes `STORE_CALL_S` per call."""
+    system = body["messages"][0]["content"] if body["messages"][0]["role"] == "system" else ""
+    told = "Lisa handles the Zephyr account"
+    if system.startswith(prompts.CLASSIFY_SYSTEM[:60]):
+        return tool_reply(
+            (
+                "Classification",
+                ASK.model_dump(mode="json") | {"operations": {"retrieve": True, "store": True}},
+            )
+        )
+    if system.startswith(prompts.PLAN_SYSTEM[:60]):
+        steps = [{"tool": "search_facts", "args": {"query": "who handles Anderson"}}]
+        return tool_reply(("RetrievalPlan", {"complexity": "SIMPLE_FACT", "steps": steps}))
+    if system.startswith(prompts.FILTER_SYSTEM[:60]):
+        item = {"type": "fact", "content": told}
+        return tool_reply(("StorageDecision", {"store": True, "items": [item]}))
+    if system.startswith(prompts.INSTRUCTIONS_SYSTEM[:60]):
+        return tool_reply(("InstructionList", {"instructions": []}))
+    if system.startswith(prompts.STORE_SYSTEM[:60]):
+        if body["messages"][-1]["role"] == "tool":
+            reply = tool_reply(("done", {"stored_count": 1}))
+        else:
+            reply = tool_reply(("store_memory", {"type": "fact", "content": told}))
+        reply.delay_s = STORE_CALL_S
+        return reply
+    if system.startswith(prompts.CURATE_SYSTEM[:60]):
+        user = body["messages"][-1]["content"]
+        return text_reply("\n".join(x[2:] for x in user.splitlines() if x.startswith("- ")))
+    return text_reply("")
+
+
+def test_cli_run_prints_the_context_before_the_store_half_ends(home: Path) -> None:
+    """`octygraph run`: the context is out as soon as retrieval has it; the command exits once what the
+    prompt told is stored (two store-agent calls of 1.5 s later)."""
+    cli_json("memory", "add", "Peter handles the Anderson account", "--type", "fact", "--json")
+    with openai_server(itertools.repeat(_cli_router)) as server:
+        env = {
+            **os.environ,
+            "OCTY_LLM_BASE_URL": server.base_url,
+            "OCTY_LLM_API_KEY": "sk-test",
+            "PATH": "",  # no `claude` command: the fallback provider stays out
+        }
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "octygraph",
+                "run",
+                "Lisa handles the Zephyr account. Who handles Anderson?",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert proc.stdout is not None
+        shown = ""
+        while line := proc.stdout.readline():
+            shown += line
+            if "Peter handles the Anderson account" in line:
+                break
+        printed_at = time.monotonic()
+        rest, errors = proc.communicate(timeout=120)
+        exited_at = time.monotonic()
+    assert proc.returncode == 0, errors
+    assert "Peter handles the Anderson account" in shown
+    assert "Lisa" not in shown + rest  # the run's own message is not echoed back
+    # The context was out before the store agent's slow calls were answered; the command waited for them.
+    store_calls = [
+        r
+        for r in server.requests
+        if r.body["messages"][0]["content"].startswith(prompts.STORE_SYSTEM[:60])
+    ]
+    assert len(store_calls) == 2
+    assert printed_at < store_calls[-1].answered_at < exited_at, (printed_at, exited_at)
+    assert "stored fact" in errors and "Lisa handles the Zephyr account" in errors
+    found = cli_json("search", "Zephyr account", "--json")
+    assert any("Lisa handles the Zephyr account" in json.dumps(r) for r in found)
 
 
 def test_simple_lookup_found_by_the_plan_skips_the_agent(home: Path, store: MemoryStore) -> None:

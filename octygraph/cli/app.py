@@ -188,7 +188,9 @@ def run(
         str | None, typer.Option("--project", help="Project id for this run.")
     ] = None,
 ) -> None:
-    """Run the whole memory pipeline on one prompt: store what it tells, print the context it needs."""
+    """Run the whole memory pipeline on one prompt: store what it tells, print the context it needs.
+
+    The context is printed as soon as retrieval has it; the command exits once storing is done too."""
     from octygraph.context import CLI_SESSION
     from octygraph.runner import RunOptions, run_prompt
     from octygraph.services import open_store
@@ -198,9 +200,23 @@ def run(
     if project:
         _state["project"] = project
     s = settings()
+
+    async def show_context(answer: dict[str, Any]) -> None:
+        if answer["context"]:
+            typer.echo(answer["context"])
+        else:
+            err.print("No stored memory is relevant to this prompt.")
+
     with open_store(s) as store:
         result = _run_async(
-            run_prompt(prompt, s, store, RunOptions(offline=offline, session_id=CLI_SESSION))
+            run_prompt(
+                prompt,
+                s,
+                store,
+                RunOptions(offline=offline, session_id=CLI_SESSION),
+                # The JSON holds what was stored too, so it waits for the end.
+                on_answer=None if as_json else show_context,
+            )
         )
     from octygraph.retention import prune_if_due
 
@@ -208,10 +224,6 @@ def run(
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False, indent=2))
         return
-    if result["context"]:
-        typer.echo(result["context"])
-    else:
-        err.print("No stored memory is relevant to this prompt.")
     for item in result["stored"]:
         err.print(
             f"stored {item['type']} {item['id']}: {item['content']}", markup=False, highlight=False

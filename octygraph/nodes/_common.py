@@ -12,6 +12,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel
 
 from octygraph.context import Context
+from octygraph.state import Layer, LayerMode, ToolCall
 
 S = TypeVar("S", bound=BaseModel)
 log = logging.getLogger("octygraph.pipeline")
@@ -42,14 +43,10 @@ def timed(stage: str) -> Callable[[NodeFn], NodeFn]:
 
 # ----------------------------------------------------------------------------- what ran, per layer
 
-Layer = dict[str, str]
-"""What one stage ran: `mode` (`model`, `fallback` = the fallback provider, `offline` = the deterministic
-path, `skipped`) and, when it was not the model, `reason` (the fault, e.g. `HTTP 500`, `deadline reached`)."""
-
 NO_MODEL = "no model configured"
 
 
-def layer(mode: str, reason: str = "") -> Layer:
+def layer(mode: LayerMode, reason: str = "") -> Layer:
     return {"mode": mode, "reason": reason} if reason else {"mode": mode}
 
 
@@ -75,12 +72,33 @@ def answered(message: Any) -> Layer:
 
 def combine(records: list[Layer]) -> Layer:
     """One record for a stage of several calls: its worst mode, every distinct reason."""
-    order = ("offline", "fallback", "model", "skipped")
+    order: tuple[LayerMode, ...] = ("offline", "fallback", "model", "skipped")
     if not records:
         return layer("skipped")
-    mode = min((r["mode"] for r in records), key=lambda m: order.index(m) if m in order else 0)
-    reasons = list(dict.fromkeys(r["reason"] for r in records if r.get("reason")))
+    mode = min((r["mode"] for r in records), key=order.index)
+    reasons = list(dict.fromkeys(r.get("reason", "") for r in records if r.get("reason")))
     return layer(mode, "; ".join(reasons))
+
+
+# ----------------------------------------------------------------------------- tool-call trace records
+
+RESULT_CHARS = 2000
+
+
+def tool_call(
+    loop: str, tool: str, args: dict[str, Any], result: str, fault: str | None = None
+) -> ToolCall:
+    """A trace record of one tool call: `error` with its fault when `fault` is given."""
+    if fault is None:
+        return {"loop": loop, "tool": tool, "args": args, "status": "success", "result": result}
+    return {
+        "loop": loop,
+        "tool": tool,
+        "args": args,
+        "status": "error",
+        "result": result[:RESULT_CHARS],
+        "fault": fault,
+    }
 
 
 class Asked(NamedTuple):

@@ -73,11 +73,16 @@ def collect(
             continue
         current = merged.get(record["id"])
         if current is None:
-            merged[record["id"]] = {**record, "vias": [record.get("via")]}
+            merged[record["id"]] = {**record, "vias": [record["via"]]}
         else:
-            current["vias"].append(record.get("via"))
-            for key in ("entity_id", "entity_name", "edge_type"):
-                current.setdefault(key, record.get(key))
+            current.setdefault("vias", []).append(record["via"])
+            # The first way through an entity names it.
+            if "entity_id" in record:
+                current.setdefault("entity_id", record["entity_id"])
+            if "entity_name" in record:
+                current.setdefault("entity_name", record["entity_name"])
+            if "edge_type" in record:
+                current.setdefault("edge_type", record["edge_type"])
     if not merged:
         return {}
     # Superseded or deleted since the tool saw them: ask the store, the only source of truth.
@@ -105,12 +110,14 @@ def collect(
     for probability, node_id in chosen:
         node, record = nodes[node_id], merged[node_id]
         record.update(
-            content=node.content,
-            valid_from=node.valid_from,
-            scope=node.scope,
-            salience=node.salience,
-            relevance=round(probability, 4),
-            rank=round(probability, 4),
+            {
+                "content": node.content,
+                "valid_from": node.valid_from,
+                "scope": node.scope,
+                "salience": node.salience,
+                "relevance": round(probability, 4),
+                "rank": round(probability, 4),
+            }
         )
         name = _section(record, today_s)
         if name == "events" and record["type"] == "plan":

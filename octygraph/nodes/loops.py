@@ -1,7 +1,8 @@
 """L2: the retrieve and store ReAct loops (subgraphs), and the fixed plan used without an LLM.
 
-Each loop is `agent -> tools -> agent ...`, ended by the `done` tool, a reply without tool calls, the turn
-cap, or the wall-clock timeout (the loop then returns what it gathered so far).
+Each loop is `agent -> tools -> agent ...`, ended by the `done` tool, a reply without tool calls, its turn
+budget, or the wall-clock timeout (the loop then returns what it gathered so far). The retrieve agent is on
+the prompt's critical path: it gets `RETRIEVE_TURNS` turns; the store agent, after the reply, `max_turns`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -25,13 +26,20 @@ from typing_extensions import TypedDict
 from octygraph import prompts
 from octygraph.context import TAIL_RESERVE_S, Context
 from octygraph.models import Classification, RetrievalPlan, StorageDecision
-from octygraph.nodes._common import NO_MODEL, Layer, answered, layer, short_reason, timed
+from octygraph.nodes._common import (
+    NO_MODEL,
+    RESULT_CHARS,
+    Layer,
+    answered,
+    layer,
+    short_reason,
+    timed,
+    tool_call,
+)
 from octygraph.nodes.plan import refine_storage
-from octygraph.state import PipelineState, Record
+from octygraph.state import PipelineState, Record, ToolCall
 from octygraph.store import StoreError
-from octygraph.tools import ops
-from octygraph.tools.retrieve import RETRIEVE_TOOLS
-from octygraph.tools.store import STORE_TOOLS
+from octygraph.tools import registry
 
 
 class LoopState(TypedDict, total=False):
@@ -40,6 +48,8 @@ class LoopState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
     prompt: str
     turns: int
+    max_turns: int
+    """The loop's turn budget; without one, the context's `max_turns`."""
     system: str
 
 
@@ -68,45 +78,57 @@ def build_loop(name: str, tools: Sequence[BaseTool], layer: str = "l2") -> LoopG
         ai = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
         if any(call["name"] == "done" for call in ai.tool_calls):
             return END
-        if state.get("turns", 0) >= runtime.context.max_turns:
+        if state.get("turns", 0) >= state.get("max_turns", runtime.context.max_turns):
             return END
         return "agent"
 
     builder = StateGraph(LoopState, context_schema=Context)
     builder.add_node("agent", agent)
-    builder.add_node("tools", ToolNode(list(tools), handle_tool_errors=True))
+    # A failed call is told to the agent (it may fix its arguments) with the fault named first.
+    builder.add_node("tools", ToolNode(list(tools), handle_tool_errors=registry.tool_error))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", after_agent, ["tools", END])
     builder.add_conditional_edges("tools", after_tools, ["agent", END])
     return builder.compile(name=name)
 
 
-retrieve_subgraph = build_loop("retrieve_agent", RETRIEVE_TOOLS)
-store_subgraph = build_loop("store_agent", STORE_TOOLS)
+retrieve_subgraph = build_loop("retrieve_agent", registry.tools_for("retrieve"))
+store_subgraph = build_loop("store_agent", registry.tools_for("store"))
 
 
-def _harvest(messages: Sequence[AnyMessage], loop: str) -> tuple[list[Record], list[Record]]:
-    """Records (tool artifacts) and a trace entry per tool call, from a loop's messages."""
+def _harvest(messages: Sequence[AnyMessage], loop: str) -> tuple[list[Record], list[ToolCall]]:
+    """Records (tool artifacts) and a trace record per tool call, from a loop's messages.
+
+    A call whose arguments were not even JSON never reached a tool (LangChain keeps it in
+    `invalid_tool_calls`); it is recorded as an error all the same, so the trace names the fault.
+    """
     records: list[Record] = []
-    calls: list[Record] = []
+    calls: list[ToolCall] = []
     args_by_id: dict[str, tuple[str, dict[str, Any]]] = {}
     for msg in messages:
         if isinstance(msg, AIMessage):
             for call in msg.tool_calls:
                 args_by_id[call.get("id") or ""] = (call["name"], call.get("args", {}))
+            for broken in msg.invalid_tool_calls:
+                calls.append(
+                    tool_call(
+                        loop,
+                        broken.get("name") or "?",
+                        {"raw": broken.get("args") or ""},
+                        broken.get("error") or "arguments are not valid JSON",
+                        registry.INVALID_ARGUMENTS,
+                    )
+                )
         elif isinstance(msg, ToolMessage):
             name, args = args_by_id.get(msg.tool_call_id, (msg.name or "?", {}))
+            text = str(msg.content)[:RESULT_CHARS]
+            if msg.status == "error":
+                calls.append(tool_call(loop, name, args, text, registry.fault_in(name, text)))
+                continue
             if isinstance(msg.artifact, list):
-                records.extend(r for r in msg.artifact if isinstance(r, dict))
-            calls.append(
-                {
-                    "loop": loop,
-                    "tool": name,
-                    "args": args,
-                    "status": msg.status,
-                    "result": str(msg.content)[:2000],
-                }
-            )
+                # The tools' artifacts are `to_record` records (see tools/ops.py).
+                records.extend(cast(Record, r) for r in msg.artifact if isinstance(r, dict))
+            calls.append(tool_call(loop, name, args, text))
     return records, calls
 
 
@@ -115,7 +137,7 @@ class LoopResult:
     """What a loop gathered: records, a trace entry per tool call, notes, turns, and what ran."""
 
     records: list[Record]
-    calls: list[Record]
+    calls: list[ToolCall]
     notes: list[str]
     turns: int
     layer: Layer
@@ -129,14 +151,18 @@ async def run_loop(
     prompt: str,
     ctx: Context,
     config: RunnableConfig,
+    max_turns: int | None = None,
 ) -> LoopResult:
-    """Run a loop under the timeout; on timeout keep what the finished steps gathered."""
+    """Run a loop under the timeout and within `max_turns` agent turns (default: the context's); on
+    timeout keep what the finished steps gathered."""
+    budget = max_turns or ctx.max_turns
     last: dict[str, Any] = {"messages": []}
     notes: list[str] = []
     inputs: LoopState = {
         "messages": [HumanMessage(task)],
         "prompt": prompt,
         "turns": 0,
+        "max_turns": budget,
         "system": system,
     }
     # The loop's own timeout, or the run's deadline less the deterministic work after it, if sooner.
@@ -153,9 +179,11 @@ async def run_loop(
     messages = last.get("messages", [])
     records, calls = _harvest(messages, loop)
     turns = int(last.get("turns", 0))
-    if turns >= ctx.max_turns:
-        notes.append(f"{loop}: cut at the {ctx.max_turns}-turn limit")
     replies = [m for m in messages if isinstance(m, AIMessage)]
+    last_calls = replies[-1].tool_calls if replies else []
+    wanted_more = bool(last_calls) and not any(c["name"] == "done" for c in last_calls)
+    if turns >= budget and wanted_more:
+        notes.append(f"{loop}: stopped after its {budget}-turn budget; kept what it had found")
     broken = [c for m in replies for c in m.invalid_tool_calls]
     if not replies:
         ran = layer("offline", cut or "no reply")
@@ -172,67 +200,25 @@ async def run_loop(
 # ----------------------------------------------------------------------------- fixed plan (no LLM)
 
 
-def _int_or_none(value: str | None) -> int | None:
-    try:
-        return int(value) if value not in (None, "") else None
-    except ValueError:
-        return None
-
-
 def run_fixed_plan(
     ctx: Context, plan: RetrievalPlan, loop: str = "retrieve_loop"
-) -> tuple[list[Record], list[Record], list[str]]:
-    """Execute the plan's steps through the same tool operations the LLM would use."""
+) -> tuple[list[Record], list[ToolCall], list[str]]:
+    """Execute the plan's steps through the same tool operations the LLM would use (the registry's)."""
     store = ctx.memory()
     records: list[Record] = []
-    calls: list[Record] = []
+    calls: list[ToolCall] = []
     notes: list[str] = []
     for step in plan.steps[: ctx.max_turns * 2]:
         args = dict(step.args)
         try:
-            if step.tool == "search_entity":
-                result = ops.search_entity(store, args.get("name", ""))
-            elif step.tool == "get_relationships":
-                entity_id = args.get("entity_id")
-                if not entity_id and args.get("entity_name"):
-                    entity = store.find_entity(args["entity_name"])
-                    entity_id = entity.id if entity else None
-                if not entity_id:
-                    continue
-                result = ops.get_relationships(store, entity_id)
-            elif step.tool == "search_facts":
-                result = ops.search_facts(store, args.get("query", ""))
-            elif step.tool == "search_events":
-                result = ops.search_events(
-                    store, args.get("query", ""), days=_int_or_none(args.get("days"))
-                )
-            elif step.tool == "search_processes":
-                result = ops.search_processes(store, args.get("query", ""))
-            elif step.tool == "get_instructions":
-                result = ops.get_instructions(store, topic=args.get("topic") or args.get("query"))
-            else:
-                continue
+            result = registry.run_step(store, step.tool, args)
         except StoreError as exc:
-            calls.append(
-                {
-                    "loop": loop,
-                    "tool": step.tool,
-                    "args": args,
-                    "status": "error",
-                    "result": str(exc),
-                }
-            )
+            calls.append(tool_call(loop, step.tool, args, str(exc), registry.fault_of(exc)))
+            continue
+        if result is None:  # nothing to search for, e.g. an entity that is not stored
             continue
         records.extend(result.records)
-        calls.append(
-            {
-                "loop": loop,
-                "tool": step.tool,
-                "args": args,
-                "status": "success",
-                "result": result.text[:2000],
-            }
-        )
+        calls.append(tool_call(loop, step.tool, args, result.text[:RESULT_CHARS]))
     return records, calls, notes
 
 
@@ -289,6 +275,7 @@ async def retrieve_loop(
             state.get("prompt", ""),
             ctx,
             config,
+            max_turns=RETRIEVE_TURNS,
         )
     except Exception as exc:  # LLM down: the fixed plan's records stand
         reason = short_reason(f"{type(exc).__name__}: {exc}")
@@ -310,6 +297,9 @@ async def retrieve_loop(
 
 
 FOUND_LINES = 12
+RETRIEVE_TURNS = 1
+"""The retrieve agent's turns: one reply, whose searches (in parallel) go into the context. Each further
+turn would be one more model round trip in front of the prompt (see bench/README.md)."""
 ENOUGH_FOR = ("SIMPLE_FACT", "ENTITY_LOOKUP")
 """Plans whose found memories are enough: the retrieve agent is not asked (see `retrieve_loop`)."""
 

@@ -17,7 +17,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from octygraph.context import Context
-from octygraph.nodes._common import timed
+from octygraph.nodes._common import timed, tool_call
 from octygraph.state import PipelineState, Record
 from octygraph.store import GraphStore
 from octygraph.tools.ops import to_record
@@ -101,13 +101,5 @@ async def safety_nets(state: PipelineState, runtime: Runtime[Context]) -> dict[s
     summary = ", ".join(f"{k}={v}" for k, v in counts.items())
     return {
         "retrieved": records,
-        "tool_calls": [
-            {
-                "loop": "safety_nets",
-                "tool": "safety_nets",
-                "args": {},
-                "status": "success",
-                "result": summary,
-            }
-        ],
+        "tool_calls": [tool_call("safety_nets", "safety_nets", {}, summary)],
     }

@@ -18,10 +18,10 @@ from octygraph.models import (
     StorageDecision,
     StorageItem,
 )
-from octygraph.nodes._common import ask_structured, timed
-from octygraph.state import PipelineState, Record
+from octygraph.nodes._common import ask_structured, timed, tool_call
+from octygraph.state import Flag, PipelineState, Record, ToolCall
 from octygraph.store import GraphStore, StoreError
-from octygraph.tools import writes
+from octygraph.tools import registry, writes
 
 CORRECTION_MIN_COSINE = 0.45
 """How close an old memory must be to a correction to be the one it replaces."""
@@ -55,12 +55,12 @@ def _force_store(
     classification: Classification,
     items: list[StorageItem],
     instructions: list[ExtractedInstruction],
-) -> tuple[list[Record], list[str], list[Record], list[str]]:
+) -> tuple[list[Record], list[str], list[ToolCall], list[str]]:
     store = ctx.memory()
     kinds = {e.name.casefold(): e.kind for e in classification.entities}
     stored: list[Record] = []
     superseded: list[str] = []
-    calls: list[Record] = []
+    calls: list[ToolCall] = []
     notes: list[str] = []
     contents = {i.content.strip().casefold() for i in items}
     extra = [
@@ -113,24 +113,23 @@ def _force_store(
             stored.extend(result.records)
             ctx.note_written([r["id"] for r in result.records] + ([old_id] if old_id else []))
             calls.append(
-                {
-                    "loop": "force_store",
-                    "tool": "supersede_memory" if old_id else "store_memory",
-                    "args": item.model_dump(),
-                    "status": "success",
-                    "result": result.text,
-                }
+                tool_call(
+                    "force_store",
+                    "supersede_memory" if old_id else "store_memory",
+                    item.model_dump(),
+                    result.text,
+                )
             )
         except StoreError as exc:
             notes.append(f"force_store: {exc}")
             calls.append(
-                {
-                    "loop": "force_store",
-                    "tool": "store_memory",
-                    "args": item.model_dump(),
-                    "status": "error",
-                    "result": str(exc),
-                }
+                tool_call(
+                    "force_store",
+                    "store_memory",
+                    item.model_dump(),
+                    str(exc),
+                    registry.fault_of(exc),
+                )
             )
     return stored, superseded, calls, notes
 
@@ -187,7 +186,7 @@ async def reconcile(state: PipelineState, runtime: Runtime[Context]) -> dict[str
     store = ctx.memory()
     run_ids = set(ctx.written()) | {r["id"] for r in state.get("stored") or []}
     superseded: list[str] = []
-    flags: list[Record] = []
+    flags: list[Flag] = []
     for record in new_instructions:
         hits = await asyncio.to_thread(
             store.search, record["content"], types=["instruction"], limit=RECONCILE_CANDIDATES + 1

@@ -1,6 +1,8 @@
-"""The tools of the two loops (seed's Tools Reference) and the operations behind them."""
+"""The tools of the two loops (seed's Tools Reference), the operations behind them, and their registry."""
 
-from octygraph.tools.retrieve import RETRIEVE_TOOLS
-from octygraph.tools.store import STORE_TOOLS
+from octygraph.tools.registry import REGISTRY, tools_for
 
-__all__ = ["RETRIEVE_TOOLS", "STORE_TOOLS"]
+RETRIEVE_TOOLS = tools_for("retrieve")
+STORE_TOOLS = tools_for("store")
+
+__all__ = ["REGISTRY", "RETRIEVE_TOOLS", "STORE_TOOLS", "tools_for"]

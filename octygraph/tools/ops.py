@@ -8,8 +8,8 @@ caps are the seed's Tools Reference.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from octygraph.state import MemoryRecord
 from octygraph.store import GraphStore, Hit, Node, StoreError
 
 ENTITY_RELATIONSHIPS_CAP = 15
@@ -25,12 +25,22 @@ class ToolResult:
     """Text for the model and records for the assembly."""
 
     text: str
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[MemoryRecord] = field(default_factory=list)
 
 
-def to_record(node: Node, via: str, **extra: Any) -> dict[str, Any]:
-    """A node as a plain, checkpointable record."""
-    return {
+def to_record(
+    node: Node,
+    via: str,
+    *,
+    search_score: float | None = None,
+    cosine: float | None = None,
+    entity_id: str | None = None,
+    entity_name: str | None = None,
+    edge_type: str | None = None,
+    supersedes: str | None = None,
+) -> MemoryRecord:
+    """A node as a plain, checkpointable record; how it was found, where known."""
+    record: MemoryRecord = {
         "id": node.id,
         "type": node.node_type,
         "subtype": node.subtype,
@@ -42,8 +52,20 @@ def to_record(node: Node, via: str, **extra: Any) -> dict[str, Any]:
         "source": node.source,
         "superseded_by": node.superseded_by,
         "via": via,
-        **extra,
     }
+    if search_score is not None:
+        record["search_score"] = search_score
+    if cosine is not None:
+        record["cosine"] = cosine
+    if entity_id is not None:
+        record["entity_id"] = entity_id
+    if entity_name is not None:
+        record["entity_name"] = entity_name
+    if edge_type is not None:
+        record["edge_type"] = edge_type
+    if supersedes is not None:
+        record["supersedes"] = supersedes
+    return record
 
 
 def _line(node: Node, score: float | None = None) -> str:
@@ -163,7 +185,7 @@ def get_instructions(
     store: GraphStore, topic: str | None = None, entity_id: str | None = None
 ) -> ToolResult:
     """Instructions matching a topic, or connected to an entity through edges."""
-    records: list[dict[str, Any]] = []
+    records: list[MemoryRecord] = []
     lines: list[str] = []
     seen: set[str] = set()
     if entity_id:

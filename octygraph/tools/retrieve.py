@@ -1,4 +1,4 @@
-"""Retrieve-loop tools. Docstrings are written for the model that picks them.
+"""Search tools (both loops) and `done`. Docstrings are written for the model that picks them.
 
 Each tool returns text for the model and, as its artifact, the records the assembly ranks. The database is
 reached through the runtime context, never through arguments the model sees.
@@ -6,15 +6,14 @@ reached through the runtime context, never through arguments the model sees.
 
 from __future__ import annotations
 
-from typing import Any
-
 from langchain_core.tools import tool
 from langgraph.prebuilt import ToolRuntime
 
 from octygraph.context import Context
+from octygraph.state import MemoryRecord
 from octygraph.tools import ops
 
-Artifact = tuple[str, list[dict[str, Any]]]
+Artifact = tuple[str, list[MemoryRecord]]
 
 
 def _out(result: ops.ToolResult) -> Artifact:
@@ -48,7 +47,8 @@ def get_relationships(entity_id: str, runtime: ToolRuntime[Context]) -> Artifact
 def search_facts(
     query: str, runtime: ToolRuntime[Context], entity_id: str | None = None
 ) -> Artifact:
-    """Find stored facts and opinions by meaning (top 10).
+    """Find stored facts and opinions by meaning (top 10), e.g. to answer a question, or to find the old
+    memory a correction replaces.
 
     Args:
         query: What the fact is about, in plain words, e.g. "who handles the Anderson account".
@@ -101,17 +101,13 @@ def get_instructions(
 
 
 @tool
-def done() -> str:
-    """Call when you have found enough to answer, or when more searching will not help."""
-    return "Retrieval complete."
+def done(stored_count: int | None = None) -> str:
+    """Call when the task is finished: you found enough to answer, or stored everything worth storing,
+    or more calls will not help.
 
-
-RETRIEVE_TOOLS = [
-    search_entity,
-    get_relationships,
-    search_facts,
-    search_events,
-    search_processes,
-    get_instructions,
-    done,
-]
+    Args:
+        stored_count: When storing, how many memories you stored.
+    """
+    if stored_count is None:
+        return "Retrieval complete."
+    return f"Storage complete ({stored_count} stored)."

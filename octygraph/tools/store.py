@@ -1,4 +1,4 @@
-"""Store-loop tools. Docstrings are written for the model that picks them.
+"""Write tools of the store loop. Docstrings are written for the model that picks them.
 
 Writes pass the safety checks of `octygraph.tools.writes` (secrets redacted, injection refused, content
 grounded in the user's words). In a replay (`Context.read_only`) nothing is written.
@@ -6,35 +6,19 @@ grounded in the user's words). In a replay (`Context.read_only`) nothing is writ
 
 from __future__ import annotations
 
-from typing import Any
-
 from langchain_core.tools import tool
 from langgraph.prebuilt import ToolRuntime
 
 from octygraph.context import Context
-from octygraph.tools import ops, writes
-from octygraph.tools.retrieve import search_entity
+from octygraph.state import MemoryRecord
+from octygraph.tools import writes
 
-Artifact = tuple[str, list[dict[str, Any]]]
+Artifact = tuple[str, list[MemoryRecord]]
 
 
 def _grounding(runtime: ToolRuntime[Context]) -> str:
     state = runtime.state if isinstance(runtime.state, dict) else {}
     return str(state.get("prompt", ""))
-
-
-@tool(response_format="content_and_artifact")
-def search_facts(
-    query: str, runtime: ToolRuntime[Context], entity_id: str | None = None
-) -> Artifact:
-    """Find stored facts and opinions (top 10), e.g. the old memory a correction replaces.
-
-    Args:
-        query: What the fact is about, e.g. "handles the Anderson account".
-        entity_id: Optional id from search_entity to keep only facts about that entity.
-    """
-    result = ops.search_facts(runtime.context.memory(), query, entity_id)
-    return result.text, result.records
 
 
 @tool(response_format="content_and_artifact")
@@ -114,16 +98,3 @@ def supersede_memory(old_id: str, new_content: str, runtime: ToolRuntime[Context
     )
     ctx.note_written([old_id, *(r["id"] for r in result.records)])
     return result.text, result.records
-
-
-@tool
-def done(stored_count: int) -> str:
-    """Call when everything worth storing is stored.
-
-    Args:
-        stored_count: How many memories you stored in this loop.
-    """
-    return f"Storage complete ({stored_count} stored)."
-
-
-STORE_TOOLS = [search_entity, search_facts, store_memory, supersede_memory, done]
