@@ -60,8 +60,7 @@ async def open_checkpointer(path: str | Path) -> AsyncIterator[AsyncSqliteSaver]
         saver = AsyncSqliteSaver(conn, serde=make_serde())
         await saver.setup()
         # WAL with synchronous=NORMAL: a commit per step no longer waits for the disk, and a killed
-        # process still keeps every committed step (only a power cut can lose the last few), so a
-        # restarted service can finish a run's store half.
+        # process still keeps every committed step (only a power cut can lose the last few).
         await conn.execute("PRAGMA synchronous=NORMAL")
         try:
             path.chmod(0o600)
