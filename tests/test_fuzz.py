@@ -71,6 +71,15 @@ def test_cli_arguments_never_end_in_a_traceback(
     _one_sentence_or_success(code, err)
 
 
+@pytest.mark.parametrize("name", ["\x1e", "a\nb", "x\u2028y"])
+def test_a_file_name_with_line_breaks_still_gets_one_line(
+    name: str, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = _cli(["memory", "import", name], capsys)
+    assert code == 1
+    _one_sentence_or_success(code, err)
+
+
 JSON_LEAF = st.one_of(
     st.none(),
     st.booleans(),

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from octygraph.cli_guard import sentence
 from octygraph.settings import Settings, SettingsError
 
 out = Console(soft_wrap=True)
@@ -36,7 +37,8 @@ def settings() -> Settings:
 
 
 def fail(message: str) -> typer.Exit:
-    err.print(message, markup=False, highlight=False)
+    # One line whatever the message carries: a file name may hold a newline or a record separator.
+    err.print(sentence(message), markup=False, highlight=False)
     return typer.Exit(1)
 
 
