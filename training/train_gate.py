@@ -22,9 +22,11 @@ per source (user prompt, assistant reply) and message length come from the out-o
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -213,14 +215,6 @@ def _fit_wording(x: np.ndarray, y: np.ndarray, c: float) -> Logistic:
     )
 
 
-def wording_out_of_fold(x: np.ndarray, y: np.ndarray, folds: np.ndarray, c: float) -> np.ndarray:
-    p = np.zeros(len(y), dtype=np.float64)
-    for f in sorted(set(folds.tolist())):
-        train, test = folds != f, folds == f
-        p[test] = _fit_wording(x[train], y[train], c).proba(x[test])
-    return p
-
-
 def _folds(groups: list[str], k: int = 5) -> np.ndarray:
     unique = sorted(set(groups))
     rng = np.random.default_rng(SEED)
@@ -229,11 +223,17 @@ def _folds(groups: list[str], k: int = 5) -> np.ndarray:
     return np.array([fold_of[g] for g in groups])
 
 
-def out_of_fold(x: np.ndarray, y: np.ndarray, folds: np.ndarray, alpha: float) -> np.ndarray:
+def out_of_fold(
+    fit: Callable[[np.ndarray, np.ndarray], Logistic | Mlp],
+    x: np.ndarray,
+    y: np.ndarray,
+    folds: np.ndarray,
+) -> np.ndarray:
+    """Each row's probability from a model `fit` on the other folds."""
     p = np.zeros(len(y), dtype=np.float64)
     for f in sorted(set(folds.tolist())):
         train, test = folds != f, folds == f
-        p[test] = _fit_durable(x[train], y[train], alpha).proba(x[test])
+        p[test] = fit(x[train], y[train]).proba(x[test])
     return p
 
 
@@ -286,7 +286,9 @@ def main() -> int:
     xt, yt = x[train], y[train]
     sources = np.array([r.source for r in rows])
 
-    oof = {a: out_of_fold(xt, yt, folds, a) for a in ALPHA_GRID}
+    oof = {
+        a: out_of_fold(functools.partial(_fit_durable, alpha=a), xt, yt, folds) for a in ALPHA_GRID
+    }
     losses = {a: log_loss(yt, p) for a, p in oof.items()}
     alpha = min(losses, key=lambda a: losses[a])
     # The wording model reads user prompts only: on assistant replies (long, and with far fewer
@@ -295,7 +297,9 @@ def main() -> int:
     user = sources == "user"
     user_t = user[train]
     wording_oof = {
-        c: wording_out_of_fold(words[train & user], yt[user_t], folds[user_t], c)
+        c: out_of_fold(
+            functools.partial(_fit_wording, c=c), words[train & user], yt[user_t], folds[user_t]
+        )
         for c in WORDING_C_GRID
     }
     # C is chosen for the blend, the probability the gate acts on.
