@@ -49,10 +49,13 @@ def main() -> int:
     reference = embed(evaluation_sentences(args.data))
     for path in args.files:
         items = list(read_jsonl(path))
+        per_item = [_prose(i["prompt"]) if "prompt" in i else [i["text"]] for i in items]
+        # One embedding call for the whole file: each call reads the vector cache from disk.
+        flat = [s for sentences in per_item for s in sentences]
+        closest_of = dict(zip(flat, (embed(flat) @ reference.T).max(axis=1), strict=True))
         kept = []
-        for item in items:
-            sentences = _prose(item["prompt"]) if "prompt" in item else [item["text"]]
-            closest = float((embed(sentences) @ reference.T).max()) if sentences else 0.0
+        for item, sentences in zip(items, per_item, strict=True):
+            closest = max((float(closest_of[s]) for s in sentences), default=0.0)
             if closest < args.max_cosine:
                 kept.append(item)
             else:
