@@ -87,6 +87,22 @@ def test_durable_statements_are_stored(message: str, expected: str) -> None:
     assert len(texts) == 1 and expected in texts[0]
 
 
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("team rule: staging deploys need a green pipeline first", "green pipeline"),
+        (
+            'ok. from now on, never ask me "shall I continue?" when the next step is obvious',
+            "never ask me",
+        ),
+    ],
+)
+def test_an_explicit_standing_rule_is_kept_even_with_a_quoted_question(
+    message: str, expected: str
+) -> None:
+    assert any(expected in text for text in stored_texts(message))
+
+
 def test_a_mixed_prompt_stores_only_its_durable_part() -> None:
     texts = stored_texts("Add caching to the product page; we cache everything in Redis here")
     assert len(texts) == 1

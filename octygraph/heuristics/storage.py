@@ -50,10 +50,21 @@ MAX_SENTENCES: Final = 40
 _FIRST_PERSON: Final = frozenset({"i", "we", "our", "my", "us", "me", "i'm", "we're"})
 MAX_SENTENCE_CHARS: Final = MAX_ANALYSIS_CHARS
 EXPLICIT_RULE: Final = _rx(
-    r"""^(?:(?:and|also|so|ok|okay)[,\s]+)?(?:from\s+now\s+on|going\s+forward|as\s+a\s+rule|
-    in\s+(?:the\s+)?future|for\s+all\s+future)\b[^?]*$"""
+    r"""^(?:(?:and|also|so|ok|okay|please|but)[,\s]+)?(?:
+        (?:from\s+now\s+on|going\s+forward|as\s+a\s+rule|in\s+(?:the\s+)?future|for\s+all\s+future
+        |rules?\s+of\s+thumb)\b
+        | (?:our|the|team|house|project)\s+rules?(?:\s+here)?\s*(?:is\s*)?:
+    )[^?]*$"""
 )
-"""An explicit standing rule: precise enough to keep without the gate ("From now on, ...")."""
+"""An explicit standing rule, precise enough to keep without the gate: "From now on, ...", "Our rule:
+...". ("Always ..." is not: "always validate the payload in this form" is about the task at hand.)"""
+_QUOTED: Final = re.compile(r""""[^"]*"|“[^”]*”|`[^`]*`|(?<!\w)'[^']*'(?!\w)""")
+
+
+def explicit_rule(text: str) -> bool:
+    """Whether a segment states an explicit standing rule (a quoted question inside it is not asked)."""
+    return EXPLICIT_RULE.search(_QUOTED.sub(" ", text.strip())) is not None
+
 
 CODE: Final = _rx(
     r"""[{};]\s*$ | ^\s*(?:def|class|import|const|let|var|function|return|SELECT|INSERT)\s
@@ -277,7 +288,7 @@ def filter_storage(
     names = resolve_pronouns(sentences)
     for verdict, sentence, entity_names in zip(judged, sentences, names, strict=True):
         refused = _refusal(sentence)
-        explicit = not assistant and EXPLICIT_RULE.search(sentence.body) is not None
+        explicit = not assistant and explicit_rule(sentence.body)
         if refused or not (verdict.keep or explicit):
             skipped.append(refused or f"not durable (p={verdict.durable:.2f})")
             continue
@@ -300,7 +311,7 @@ def filter_storage(
 def has_durable(message: str, *, assistant: bool = False) -> bool:
     """Whether any segment of `message` passes the gate or states an explicit standing rule."""
     return any(
-        v.keep or (not assistant and EXPLICIT_RULE.search(v.text) is not None)
+        v.keep or (not assistant and explicit_rule(v.text))
         for v in _gate_verdicts(message, assistant)
     )
 
