@@ -180,3 +180,33 @@ def test_a_run_resumed_too_often_is_dropped_with_a_note(home: Path) -> None:
     assert not inflight.in_flight_ids(settings)
     trace = json.loads((settings.paths.debug_dir / f"{record.trace_id}.json").read_text())
     assert any("not resumed" in n for n in trace["notes"])
+
+
+def test_running_the_store_half_again_stores_nothing_twice(home: Path) -> None:
+    """What a resume re-runs (a node cut off after its write, before its checkpoint) is harmless: here the
+    whole store half of a finished run runs again, forked from the checkpoint before it."""
+    from octygraph.persistence import checkpointer_for
+    from octygraph.runner import RunOptions, make_context, run_prompt, with_checkpointer
+    from octygraph.services import open_store
+
+    settings = Settings.from_env()
+    with open_store(settings) as store:
+        result = asyncio.run(run_prompt(f"{TOLD}.", settings, store, RunOptions(offline=True)))
+        assert [r["content"] for r in result["stored"]] == [f"{TOLD}."]
+        before = sorted(n.content for n in store.iter_all())
+
+        async def again() -> list[str]:
+            config: Any = {"configurable": {"thread_id": result["trace_id"]}}
+            async with checkpointer_for(settings) as saver:
+                graph = with_checkpointer(saver)
+                history = [s async for s in graph.aget_state_history(config)]
+                [fork] = [s for s in history if "store" in s.next]
+                ctx = make_context(settings, store, offline=True)
+                ctx.begin_run(result["trace_id"])
+                await graph.ainvoke(None, fork.config, context=ctx)
+                calls = (await graph.aget_state(config)).values.get("tool_calls") or []
+            return [str(c.get("result")) for c in calls if c["tool"] == "store_memory"]
+
+        results = asyncio.run(again())
+        assert results and all("Already stored" in r for r in results), results
+        assert sorted(n.content for n in store.iter_all()) == before
