@@ -200,8 +200,16 @@ async def run_prompt(
     partial: dict[str, Any] = {}
     timed_out = answered = False
     # Until the store half ends, a record says the run is in flight: if this process dies, a
-    # restarted service finishes the run from its checkpoint (octygraph/resume.py).
-    held = None if ctx.read_only else inflight.begin(settings, _record(trace_id, settings, ctx))
+    # restarted service finishes the run from its checkpoint (octygraph/resume.py). Written in a
+    # thread alongside classification (file creation costs milliseconds on a busy disk), and
+    # waited for before the answer goes out, the moment its store half starts to run unwatched.
+    recording = (
+        None
+        if ctx.read_only
+        else asyncio.ensure_future(
+            asyncio.to_thread(inflight.begin, settings, _record(trace_id, settings, ctx))
+        )
+    )
     try:
         async with checkpointer_for(settings) as saver:
             graph = with_checkpointer(saver)
@@ -227,6 +235,8 @@ async def run_prompt(
                             _merge(seen, delta)
                             if node == "retrieve" and on_answer is not None and not answered:
                                 answered = True
+                                if recording is not None:
+                                    await asyncio.shield(recording)
                                 if (
                                     ctx.deadline is not None
                                 ):  # the store half is off the critical path
@@ -244,8 +254,8 @@ async def run_prompt(
                 timed_out = True
             values = {**seen, **dict((await graph.aget_state(config)).values)}
     finally:
-        if held is not None:
-            held.end()
+        if recording is not None:
+            recording.add_done_callback(_end_record)
     if timed_out:
         # Whatever the finished stages produced still goes out: curated if it got that far, else assembled.
         values["context"] = (
@@ -318,6 +328,14 @@ def write_run_trace(
         settings.paths.debug_dir,
         {k: settings.redact(v) if isinstance(v, str) else v for k, v in trace.items()},
     )
+
+
+def _end_record(recording: asyncio.Future[inflight.Held | None]) -> None:
+    """The run ended (finished, gave up or failed): its record goes."""
+    if not recording.cancelled() and recording.exception() is None:
+        held = recording.result()
+        if held is not None:
+            held.end()
 
 
 def _record(trace_id: str, settings: Settings, ctx: Context) -> inflight.RunRecord:
