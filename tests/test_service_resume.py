@@ -126,6 +126,7 @@ def test_killed_service_store_half_is_finished_by_the_next_service_once(env: Env
         env.start()  # a new service: ready first, then it resumes the run in the background
         assert _until(lambda: not _records(env) and trace_file.exists()), "the run was not resumed"
         assert env.wait(lambda h: h.get("resumed") == 1)
+        assert "finished 1 runs" in env.cli("serve", "status").stdout
     trace = json.loads(trace_file.read_text())
     assert trace["resumed"]["pending"] and trace["resumed"]["pending"][0].startswith("store")
     assert trace["resumed"]["attempt"] == 1
