@@ -17,7 +17,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,14 +58,21 @@ class Outcome:
 
 
 async def resume_unfinished(
-    home: Path, stores: StoreLease, env: Mapping[str, str] | None = None
+    home: Path,
+    stores: StoreLease,
+    env: Mapping[str, str] | None = None,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> list[Outcome]:
     """Resume, one after the other, every run under `home` that a dead process left unfinished.
 
     Never raises for one run: each ends resumed, finished or dropped (with a note), and its record goes.
+    Once `stopping()` says so, the runs not started yet are left for the next service.
     """
     outcomes: list[Outcome] = []
     for orphan in await asyncio.to_thread(lambda: list(inflight.orphans(home))):
+        if stopping():
+            orphan.release(drop=False)
+            continue
         try:
             outcome = await _settle(orphan, stores, env)
         except Exception as exc:  # one bad run never stops the others

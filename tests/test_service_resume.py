@@ -176,6 +176,11 @@ def test_a_run_resumed_too_often_is_dropped_with_a_note(home: Path) -> None:
     # A live run's record (its lock is held) is left alone.
     assert asyncio.run(resume_unfinished(settings.home, open_store_for_run)) == []
     os.close(held.fd or -1)  # its process "dies": the lock goes, the file stays
+    # A service shutting down leaves it for the next one.
+    stopping = asyncio.run(
+        resume_unfinished(settings.home, open_store_for_run, stopping=lambda: True)
+    )
+    assert stopping == [] and inflight.in_flight_ids(settings) == {record.trace_id}
     [outcome] = asyncio.run(resume_unfinished(settings.home, open_store_for_run))
     assert outcome.status == "dropped" and "given up" in outcome.reason
     assert not inflight.in_flight_ids(settings)

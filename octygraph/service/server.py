@@ -368,8 +368,10 @@ class Service:
             try:
                 from octygraph.resume import resume_unfinished
 
-                assert self._pool is not None
-                outcomes = await resume_unfinished(self.home, self._pool.lease)
+                assert self._pool is not None and self._stopping is not None
+                outcomes = await resume_unfinished(
+                    self.home, self._pool.lease, stopping=self._stopping.is_set
+                )
                 self.resumed += sum(o.status == "resumed" for o in outcomes)
             except Exception:
                 log.exception("resuming unfinished runs failed")
