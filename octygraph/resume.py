@@ -30,9 +30,9 @@ from octygraph.hooks import StoreLease
 from octygraph.persistence import checkpointer_for
 from octygraph.runner import (
     STORE_GRACE_S,
-    _mode,
     make_context,
     result_json,
+    run_mode,
     with_checkpointer,
     write_run_trace,
 )
@@ -182,7 +182,7 @@ async def resume_run(record: inflight.RunRecord, settings: Settings, store: Grap
     ]
     usage = ctx.usage.to_dict() if ctx.usage else {}
     result = result_json(
-        record.trace_id, values, _mode(ctx, settings, values.get("layers") or {}), usage
+        record.trace_id, values, run_mode(ctx, settings, values.get("layers") or {}), usage
     )
     options = record.options
     write_run_trace(
@@ -210,10 +210,10 @@ def _resumed(record: inflight.RunRecord, pending: list[str]) -> dict[str, Any]:
 
 def _bookkeeping(settings: Settings, record: inflight.RunRecord, result: dict[str, Any]) -> None:
     """The manifest and dev log entries the run would have made; best effort."""
-    from octygraph.hooks import _after_run
+    from octygraph.hooks import after_run
 
     event = "stop" if record.options.get("store_only") else "prompt"
-    _after_run(settings, event, str(record.options.get("session_id") or ""), result)
+    after_run(settings, event, str(record.options.get("session_id") or ""), result)
 
 
 def _note_dropped(settings: Settings, record: inflight.RunRecord, reason: str) -> None:

@@ -94,7 +94,7 @@ def make_context(
     )
 
 
-def _mode(ctx: Context, settings: Settings, layers: dict[str, dict[str, str]]) -> str:
+def run_mode(ctx: Context, settings: Settings, layers: dict[str, dict[str, str]]) -> str:
     """The model that answered, or `offline`: a configured model that never answered (or whose every
     answer was unusable, so each layer took its deterministic path) did not run."""
     if ctx.offline:
@@ -246,7 +246,7 @@ async def run_prompt(
                                     result_json(
                                         trace_id,
                                         early,
-                                        _mode(ctx, settings, early.get("layers") or {}),
+                                        run_mode(ctx, settings, early.get("layers") or {}),
                                         {},
                                     )
                                 )
@@ -267,7 +267,7 @@ async def run_prompt(
         ]
     if on_answer is not None and not answered:  # cut before the retrieve half was done
         await on_answer(
-            result_json(trace_id, values, _mode(ctx, settings, values.get("layers") or {}), {})
+            result_json(trace_id, values, run_mode(ctx, settings, values.get("layers") or {}), {})
         )
     values["timings_ms"] = _total(values, started)
     if ctx.usage is not None:
@@ -282,7 +282,9 @@ async def run_prompt(
                 cost_usd=0.0,
             )
     usage = ctx.usage.to_dict() if ctx.usage else {}
-    result = result_json(trace_id, values, _mode(ctx, settings, values.get("layers") or {}), usage)
+    result = result_json(
+        trace_id, values, run_mode(ctx, settings, values.get("layers") or {}), usage
+    )
     if options.write_trace:
         values.setdefault("prompt", prompt)
         write_run_trace(
