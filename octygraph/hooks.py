@@ -79,7 +79,7 @@ def _record_failure(
         pass
 
 
-def _after_run(settings: Settings, event: str, session_id: str, result: dict[str, Any]) -> None:
+def after_run(settings: Settings, event: str, session_id: str, result: dict[str, Any]) -> None:
     """Manifest, dev log and the usage report: all best effort."""
     paths = settings.paths
     stored = result.get("stored") or []
@@ -296,7 +296,7 @@ async def handle(
             session_id, ready_settings = prompt.session_id, settings
 
             def after() -> None:  # once the whole run is done: its final result has what it stored
-                _after_run(ready_settings, "prompt", session_id, run.result())
+                after_run(ready_settings, "prompt", session_id, run.result())
 
             return HookReply(output, after, rest=None if run.done() else run)
         if event == "stop":
@@ -314,7 +314,7 @@ async def handle(
                 stores=stores,
             )
             return HookReply(
-                "", functools.partial(_after_run, settings, "stop", stop.session_id, result)
+                "", functools.partial(after_run, settings, "stop", stop.session_id, result)
             )
         if event == "session-start":
             start = hook_io.parse_session_start_payload(raw)

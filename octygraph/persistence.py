@@ -60,7 +60,8 @@ async def open_checkpointer(path: str | Path) -> AsyncIterator[AsyncSqliteSaver]
         saver = AsyncSqliteSaver(conn, serde=make_serde())
         await saver.setup()
         # WAL with synchronous=NORMAL: a commit per step no longer waits for the disk, and a killed
-        # process still keeps every committed step (only a power cut can lose the last few).
+        # process still keeps every committed step (only a power cut can lose the last few). A restarted
+        # service resumes a killed run's store half from them (octygraph/resume.py).
         await conn.execute("PRAGMA synchronous=NORMAL")
         try:
             path.chmod(0o600)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from octygraph import inflight
 from octygraph.settings import Settings
 from octygraph.store.checkpoints import prune_checkpoints
 
@@ -70,13 +71,13 @@ def prune(
         if path not in kept:
             path.unlink(missing_ok=True)
             removed += 1
-    # Checkpoints of every run older than the oldest trace kept (or than the age limit) go too; a
-    # run that is still going has a newer id, so it is never touched.
+    # Checkpoints of every run older than the oldest trace kept (or than the age limit) go too, but
+    # not those of runs in flight: a restarted service resumes a run whose process died from them.
     if kept:
         cutoff = kept[0].name.removesuffix(".json")
     else:
         cutoff = age_cutoff if keep else _stamp(now)
-    threads = prune_checkpoints(paths.checkpoints, cutoff)
+    threads = prune_checkpoints(paths.checkpoints, cutoff, keep=inflight.in_flight_ids(settings))
     return PruneResult(removed, threads)
 
 

@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 
+from octygraph import inflight
 from octygraph.context import Context
 from octygraph.graph import build_graph, replay_graph
 from octygraph.heuristics.intent import injection_reason
@@ -93,7 +94,7 @@ def make_context(
     )
 
 
-def _mode(ctx: Context, settings: Settings, layers: dict[str, dict[str, str]]) -> str:
+def run_mode(ctx: Context, settings: Settings, layers: dict[str, dict[str, str]]) -> str:
     """The model that answered, or `offline`: a configured model that never answered (or whose every
     answer was unusable, so each layer took its deterministic path) did not run."""
     if ctx.offline:
@@ -198,44 +199,63 @@ async def run_prompt(
     # The latest assembled / curated text, from inside the retrieve half (for a run cut short).
     partial: dict[str, Any] = {}
     timed_out = answered = False
-    async with checkpointer_for(settings) as saver:
-        graph = with_checkpointer(saver)
-        try:
-            # The backstop: nodes keep to the deadline themselves and finish with what they have.
-            async with asyncio.timeout(ctx.remaining()) as scope:
-                async for namespace, update in graph.astream(
-                    inputs,
-                    config,
-                    context=ctx,
-                    durability="async",
-                    stream_mode="updates",
-                    subgraphs=True,
-                ):
-                    for node, delta in update.items():
-                        if not isinstance(delta, dict):
-                            continue
-                        partial.update(
-                            {k: delta[k] for k in ("assembled", "context") if k in delta}
-                        )
-                        if namespace:
-                            continue
-                        _merge(seen, delta)
-                        if node == "retrieve" and on_answer is not None and not answered:
-                            answered = True
-                            if ctx.deadline is not None:  # the store half is off the critical path
-                                scope.reschedule(ctx.deadline + STORE_GRACE_S)
-                            early = {**seen, "timings_ms": _total(seen, started)}
-                            await on_answer(
-                                result_json(
-                                    trace_id,
-                                    early,
-                                    _mode(ctx, settings, early.get("layers") or {}),
-                                    {},
-                                )
+    # Until the store half ends, a record says the run is in flight: if this process dies, a
+    # restarted service finishes the run from its checkpoint (octygraph/resume.py). Written in a
+    # thread alongside classification (file creation costs milliseconds on a busy disk), and
+    # waited for before the answer goes out, the moment its store half starts to run unwatched.
+    recording = (
+        None
+        if ctx.read_only
+        else asyncio.ensure_future(
+            asyncio.to_thread(inflight.begin, settings, _record(trace_id, settings, ctx))
+        )
+    )
+    try:
+        async with checkpointer_for(settings) as saver:
+            graph = with_checkpointer(saver)
+            try:
+                # The backstop: nodes keep to the deadline themselves and finish with what they have.
+                async with asyncio.timeout(ctx.remaining()) as scope:
+                    async for namespace, update in graph.astream(
+                        inputs,
+                        config,
+                        context=ctx,
+                        durability="async",
+                        stream_mode="updates",
+                        subgraphs=True,
+                    ):
+                        for node, delta in update.items():
+                            if not isinstance(delta, dict):
+                                continue
+                            partial.update(
+                                {k: delta[k] for k in ("assembled", "context") if k in delta}
                             )
-        except TimeoutError:
-            timed_out = True
-        values = {**seen, **dict((await graph.aget_state(config)).values)}
+                            if namespace:
+                                continue
+                            _merge(seen, delta)
+                            if node == "retrieve" and on_answer is not None and not answered:
+                                answered = True
+                                if recording is not None:
+                                    await asyncio.shield(recording)
+                                if (
+                                    ctx.deadline is not None
+                                ):  # the store half is off the critical path
+                                    scope.reschedule(ctx.deadline + STORE_GRACE_S)
+                                early = {**seen, "timings_ms": _total(seen, started)}
+                                await on_answer(
+                                    result_json(
+                                        trace_id,
+                                        early,
+                                        run_mode(ctx, settings, early.get("layers") or {}),
+                                        {},
+                                    )
+                                )
+            except TimeoutError:
+                timed_out = True
+            values = {**seen, **dict((await graph.aget_state(config)).values)}
+    finally:
+        if recording is not None:
+            recording.add_done_callback(_end_record)
     if timed_out:
         # Whatever the finished stages produced still goes out: curated if it got that far, else assembled.
         values["context"] = (
@@ -247,7 +267,7 @@ async def run_prompt(
         ]
     if on_answer is not None and not answered:  # cut before the retrieve half was done
         await on_answer(
-            result_json(trace_id, values, _mode(ctx, settings, values.get("layers") or {}), {})
+            result_json(trace_id, values, run_mode(ctx, settings, values.get("layers") or {}), {})
         )
     values["timings_ms"] = _total(values, started)
     if ctx.usage is not None:
@@ -262,31 +282,77 @@ async def run_prompt(
                 cost_usd=0.0,
             )
     usage = ctx.usage.to_dict() if ctx.usage else {}
-    result = result_json(trace_id, values, _mode(ctx, settings, values.get("layers") or {}), usage)
+    result = result_json(
+        trace_id, values, run_mode(ctx, settings, values.get("layers") or {}), usage
+    )
     if options.write_trace:
-        trace = {
-            **result,
-            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "project": settings.project_id,
-            "session_id": options.session_id,
-            "source": options.source,
-            "prompt": prompt,
-            "classification": values.get("classification"),
-            "l1_raw": values.get("l1_raw") or [],
-            "plan": values.get("plan"),
-            "storage": values.get("storage"),
-            "instructions": values.get("instructions") or [],
-            "tool_calls": values.get("tool_calls") or [],
-            "retrieved_count": len(values.get("retrieved") or []),
-            "assembled": values.get("assembled", ""),
-            "flags": values.get("flags") or [],
-            "notes": values.get("notes") or [],
-        }
-        write_trace(
-            settings.paths.debug_dir,
-            {k: settings.redact(v) if isinstance(v, str) else v for k, v in trace.items()},
+        values.setdefault("prompt", prompt)
+        write_run_trace(
+            settings,
+            result,
+            values,
+            session_id=options.session_id,
+            source=options.source,
         )
     return result
+
+
+def write_run_trace(
+    settings: Settings,
+    result: dict[str, Any],
+    values: dict[str, Any],
+    *,
+    session_id: str | None,
+    source: str,
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """The run's JSON trace in the debug folder: the `run --json` object and what led to it."""
+    trace = {
+        **result,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "project": settings.project_id,
+        "session_id": session_id,
+        "source": source,
+        "prompt": values.get("prompt", ""),
+        "classification": values.get("classification"),
+        "l1_raw": values.get("l1_raw") or [],
+        "plan": values.get("plan"),
+        "storage": values.get("storage"),
+        "instructions": values.get("instructions") or [],
+        "tool_calls": values.get("tool_calls") or [],
+        "retrieved_count": len(values.get("retrieved") or []),
+        "assembled": values.get("assembled", ""),
+        "flags": values.get("flags") or [],
+        "notes": values.get("notes") or [],
+        **(extra or {}),
+    }
+    write_trace(
+        settings.paths.debug_dir,
+        {k: settings.redact(v) if isinstance(v, str) else v for k, v in trace.items()},
+    )
+
+
+def _end_record(recording: asyncio.Future[inflight.Held | None]) -> None:
+    """The run ended (finished, gave up or failed): its record goes."""
+    if not recording.cancelled() and recording.exception() is None:
+        held = recording.result()
+        if held is not None:
+            held.end()
+
+
+def _record(trace_id: str, settings: Settings, ctx: Context) -> inflight.RunRecord:
+    """What a restarted service needs to finish this run: its settings (no secrets) and options."""
+    return inflight.RunRecord(
+        trace_id=trace_id,
+        settings=inflight.settings_json(settings),
+        options={
+            "session_id": ctx.session_id,
+            "transcript_path": ctx.transcript_path,
+            "source": ctx.source,
+            "store_only": ctx.store_only,
+            "offline": ctx.offline,
+        },
+    )
 
 
 def _total(values: dict[str, Any], started: float) -> dict[str, float]:

@@ -67,6 +67,8 @@ def list_traces(debug_dir: Path, limit: int = 20) -> list[dict[str, Any]]:
                 "stored": len(data.get("stored") or []),
                 "context_chars": len(data.get("context") or ""),
                 "total_ms": (data.get("timings_ms") or {}).get("total"),
+                # Finished by a later service after the process that ran it died (octygraph/resume.py).
+                "resumed": bool(data.get("resumed")),
             }
         )
     return rows

@@ -71,3 +71,20 @@ def test_runs_prune_once_over_the_limit(home: Path, monkeypatch: pytest.MonkeyPa
     assert len(list(settings.paths.debug_dir.glob("2*.json"))) == 3
     assert prune_if_due(settings) is None
     assert oct(os.stat(settings.paths.debug_dir).st_mode & 0o777) == "0o700"
+
+
+def test_prune_keeps_the_checkpoints_of_runs_in_flight(home: Path) -> None:
+    from octygraph import inflight
+
+    settings = Settings.from_env()
+    ids = _runs(settings, 4)
+    assert inflight.in_flight_ids(settings) == set()  # finished runs leave no record
+    # The oldest run's process "died" before its store half ended: its record is still there.
+    record = inflight.RunRecord(trace_id=ids[0], settings=inflight.settings_json(settings))
+    folder = inflight.folder(settings)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{ids[0]}.json").write_text(record.to_json())
+    (settings.paths.debug_dir / f"{ids[0]}.json").unlink()  # its trace was never written
+    result = prune(settings, keep=1)
+    assert result.checkpoint_threads == 2
+    assert _threads(settings) == {ids[0], ids[-1]}

@@ -262,7 +262,7 @@ def trace_list(
     for r in rows:
         table.add_row(
             r["trace_id"],
-            str(r["mode"]),
+            f"{r['mode']} (resumed)" if r.get("resumed") else str(r["mode"]),
             str(r["stored"]),
             str(r["context_chars"]),
             str(r["total_ms"]),

@@ -135,6 +135,11 @@ def status(
         typer.echo(f"  version {health.get('version')}")
         typer.echo(f"  socket  {health.get('socket')}")
         typer.echo(f"  log     {health.get('log')}")
+        if health.get("resumed"):
+            typer.echo(
+                f"  finished {health['resumed']} runs a stopped service left unfinished "
+                "(`octygraph trace list` marks them resumed)."
+            )
         typer.echo(
             f"  stops after {_duration(health.get('idle_timeout_s'))} idle "
             f"(idle for {_duration(health.get('idle_for_s'))})."

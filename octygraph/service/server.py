@@ -156,6 +156,7 @@ class Service:
         self._background: set[asyncio.Task[None]] = set()
         self._handed: collections.OrderedDict[str, None] = collections.OrderedDict()
         self.spooled = 0
+        self.resumed = 0
 
     # ------------------------------------------------------------------ start-up
 
@@ -355,6 +356,33 @@ class Service:
             log.info("working through %d spooled requests", started)
         return started
 
+    def _resume_unfinished(self) -> None:
+        """Finish, in the background, the runs a dead service (or hook) left with their store half to do.
+
+        Started once the service answers, so the first prompt never waits for it; counted as active so
+        a shutdown lets the current one end.
+        """
+        self.active += 1
+
+        async def work() -> None:
+            try:
+                from octygraph.resume import resume_unfinished
+
+                assert self._pool is not None and self._stopping is not None
+                outcomes = await resume_unfinished(
+                    self.home, self._pool.lease, stopping=self._stopping.is_set
+                )
+                self.resumed += sum(o.status == "resumed" for o in outcomes)
+            except Exception:
+                log.exception("resuming unfinished runs failed")
+            finally:
+                self.active -= 1
+                self.last_activity = time.monotonic()
+
+        task = asyncio.create_task(work())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     async def _hook(self, message: dict[str, Any]) -> tuple[dict[str, Any], After | None]:
         received = time.monotonic()
         event = str(message.get("event") or "")
@@ -415,6 +443,7 @@ class Service:
             else None,
             "active": self.active,
             "spooled": self.spooled,
+            "resumed": self.resumed,
             "warm": bool(self._ready is not None and self._ready.done()),
             "idle_timeout_s": self.idle_s,
             "idle_for_s": round(time.monotonic() - self.last_activity, 1),
@@ -482,6 +511,7 @@ class Service:
                 assert self._ready is not None
                 self._ready.set_result(None)
                 self.drain_spool()
+                self._resume_unfinished()
 
         warming = asyncio.create_task(warm())
         watcher = asyncio.create_task(self._watch_idle())

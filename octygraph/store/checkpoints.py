@@ -7,6 +7,7 @@ threads by id, so the SQL stays beside the rest of octygraph's.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Collection
 from pathlib import Path
 
 
@@ -32,8 +33,9 @@ def checkpoint_threads(path: Path) -> set[str]:
         conn.close()
 
 
-def prune_checkpoints(path: Path, before: str) -> int:
-    """Delete the checkpoints of runs whose id sorts before `before`; returns how many runs."""
+def prune_checkpoints(path: Path, before: str, keep: Collection[str] = ()) -> int:
+    """Delete the checkpoints of runs whose id sorts before `before`, except those in `keep` (runs in
+    flight, which a restarted service resumes from them); returns how many runs."""
     if not path.is_file():
         return 0
     conn = _connect(path)
@@ -42,13 +44,16 @@ def prune_checkpoints(path: Path, before: str) -> int:
         tables = _tables(conn)
         if "checkpoints" not in tables:
             return 0
+        kept = sorted(keep)
+        spared = f" AND thread_id NOT IN ({','.join('?' * len(kept))})" if kept else ""
+        where, args = f"thread_id < ?{spared}", (before, *kept)
         with conn:
             count = conn.execute(
-                "SELECT COUNT(DISTINCT thread_id) FROM checkpoints WHERE thread_id < ?", (before,)
+                f"SELECT COUNT(DISTINCT thread_id) FROM checkpoints WHERE {where}", args
             ).fetchone()[0]
             for table in ("checkpoints", "writes"):
                 if table in tables:
-                    conn.execute(f"DELETE FROM {table} WHERE thread_id < ?", (before,))
+                    conn.execute(f"DELETE FROM {table} WHERE {where}", args)
         if count:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return int(count)
