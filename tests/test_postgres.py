@@ -313,6 +313,17 @@ def test_migration_splits_an_existing_single_hnsw_index(
         store.close()
 
 
+def test_ef_search_follows_the_graphs_size() -> None:
+    from octygraph.store.postgres import EF_SEARCH, EF_SEARCH_MIN, ef_search_for
+
+    # The measured ends (bench/README.md): 40 at 100,000 memories in 8 graphs, 200 at 1,000,000.
+    assert ef_search_for(100_000, 8) == EF_SEARCH_MIN == 40
+    assert ef_search_for(1_000_000, 8) == EF_SEARCH == 200
+    assert ef_search_for(500_000, 8) == 100
+    assert ef_search_for(50_000_000, 8) == EF_SEARCH  # pgvector allows 1000; latency caps it
+    assert ef_search_for(10, 1) == EF_SEARCH  # one graph: as before partitions
+
+
 def test_one_graph_index_still_searches_exactly(pg_url: str, embedder: LocalEmbeddings) -> None:
     # bulk_load(partitions=1) builds the schema-2 shape (benchmarks compare it); searches and reopens
     # keep using it.

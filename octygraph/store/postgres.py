@@ -58,9 +58,13 @@ from octygraph.store.schema import ARCHIVED, DEFAULT_SCOPE, SUBTYPES
 from octygraph.store.sqlite import _STOPWORDS, _WORD
 from octygraph.store.versions import release_replaced
 
-# HNSW candidates weighed per query (hnsw.ef_search), at least the requested pool. 200 keeps recall@10
-# against an exact scan at 0.96 on 100,000 blended model vectors (bench/search_pg.py) for ~3 ms.
+# HNSW candidates weighed per query and graph (hnsw.ef_search), at least the requested pool. With 8
+# partitions, recall@10 against an exact scan of blended model vectors (bench/search_pg.py) is 0.969 at
+# 200 for 1,000,000 memories (125,000 a graph) and 0.988 at 40 for 100,000: the graph's size sets it,
+# rows per graph / EF_ROWS within [EF_SEARCH_MIN, EF_SEARCH]; small graphs need no more work.
 EF_SEARCH = 200
+EF_SEARCH_MIN = 40
+EF_ROWS = 625
 # Full-text matches rescored with BM25 per requested candidate (at least BM25_MIN_RESCORE).
 BM25_RESCORE_FACTOR = 3
 BM25_MIN_RESCORE = 300
@@ -68,6 +72,13 @@ BM25_MIN_RESCORE = 300
 AVGDL_TTL_S = 60.0
 
 _EDGE_COLS = "id, source_id, target_id, edge_type, attributes, created_at"
+
+
+def ef_search_for(rows: int, partitions: int) -> int:
+    """ef_search per graph: EF_SEARCH for one graph, else by rows per graph (see EF_SEARCH)."""
+    if partitions <= 1:
+        return EF_SEARCH
+    return min(EF_SEARCH, max(EF_SEARCH_MIN, rows // partitions // EF_ROWS))
 
 
 def schema_name(project_id: str) -> str:
@@ -117,8 +128,9 @@ class PostgresStore(StoreBase):
         self.embedder = embedder
         self._conn = conn
         self._lock = threading.RLock()
-        # Candidates the HNSW index weighs per query (pgvector's hnsw.ef_search); more is slower, surer.
-        self.ef_search = EF_SEARCH
+        # Candidates each HNSW graph weighs per query (pgvector's hnsw.ef_search); more is slower,
+        # surer. None: by the graphs' size (ef_for_size); benchmarks set a number.
+        self.ef_search: int | None = None
         # HNSW graphs the vectors are split into (octy_meta `hnsw_partitions`, read at open).
         self.partitions = 1
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -647,13 +659,14 @@ class PostgresStore(StoreBase):
             args["types"] = list(types)
         cond = (" WHERE " + " AND ".join(where)) if where else ""
         approx = self._approx_sql(where)
+        ef = self.ef_search if self.ef_search is not None else self.ef_for_size()
         # `+ 0` keeps the planner off the HNSW index: an exact scan (through the type index if any).
         exact = (
             f"SELECT node_id, 1 - (vector <=> %(q)s) FROM embeddings{cond} "
             "ORDER BY (vector <=> %(q)s) + 0 LIMIT %(k)s"
         )
         with self._lock:
-            wide = max(int(k), self.ef_search)
+            wide = max(int(k), ef)
             if wide != EF_SEARCH:
                 self._conn.execute(f"SET hnsw.ef_search = {min(wide, 1000)}")
             try:
@@ -665,6 +678,10 @@ class PostgresStore(StoreBase):
                 # The index filters after its search, so a rare type can come back short.
                 rows = self._conn.execute(exact, args).fetchall()
         return [(r[0], float(r[1])) for r in rows]
+
+    def ef_for_size(self) -> int:
+        """The ef_search searches use unless one is set: by this project's size (ef_search_for)."""
+        return ef_search_for(self._corpus_stats()[0], self.partitions)
 
     def _approx_sql(self, where: Sequence[str]) -> str:
         """The top k through the HNSW index: each partition's own top k, merged by distance.
