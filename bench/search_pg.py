@@ -31,7 +31,7 @@ from search import make_nodes, make_queries, noisy_copies, time_calls
 from octygraph.embeddings import local_embeddings
 from octygraph.store import MemoryStore, SearchMode
 from octygraph.store.pg_schema import HNSW_PARTITIONS
-from octygraph.store.postgres import EF_SEARCH, PostgresStore
+from octygraph.store.postgres import PostgresStore
 
 LIMIT = 10
 
@@ -152,28 +152,29 @@ def run(args: argparse.Namespace) -> str:
             ]
         )
         print(f"pg loaded in {load.seconds:.0f} s (HNSW {build_s:.0f} s)", file=sys.stderr)
-        for ef in [int(x) for x in args.ef.split(",")]:
+        # Each given ef_search, then the store's own choice for this size (None).
+        for ef in [*(int(x) for x in args.ef.split(",")), None]:
             store.ef_search = ef
+            label = f"ef_search={ef}" if ef else f"store default ef_search={store.ef_for_size()}"
             r, near = recall(store, queries, qvecs, truth, tenth)
             info.append(
                 [
-                    f"PostgreSQL HNSW recall@10 vs exact, ef_search={ef} (hits within {TIE} of 10th)",
+                    f"PostgreSQL HNSW recall@10 vs exact, {label} (hits within {TIE} of 10th)",
                     f"{r:.3f} ({near:.3f})",
                 ]
             )
             timed(
-                f"PostgreSQL store.search vector (HNSW, ef_search={ef})",
+                f"PostgreSQL store.search vector (HNSW, {label})",
                 searcher(store, queries, qvecs, "vector"),
                 len(queries),
             )
-        store.ef_search = EF_SEARCH
         timed(
             "PostgreSQL store.search keyword (full-text BM25)",
             searcher(store, queries, qvecs, "keyword"),
             len(queries),
         )
         timed(
-            f"PostgreSQL store.search hybrid (ef_search={EF_SEARCH})",
+            f"PostgreSQL store.search hybrid (store default ef_search={store.ef_for_size()})",
             searcher(store, queries, qvecs, "hybrid"),
             len(queries),
         )
