@@ -2,9 +2,10 @@
 
 The tables are the SQLite ones (the seed's `nodes`, `edges`, `embeddings`, plus `octy_meta`), with the
 search indexes PostgreSQL has instead of FTS5 and vec0: a stored `tsvector` with a GIN index for the
-keyword half, and a pgvector column with an HNSW index (cosine) for the vector half. `seq` stands in for
-SQLite's rowid (insertion order). `octy_state.revision` moves on every write; each write transaction
-takes its row first, so writers queue in one order (like SQLite's BEGIN IMMEDIATE) and never deadlock.
+keyword half, and a pgvector column with HNSW indexes (cosine) for the vector half, one graph per
+partition of `seq` since migration 3. `seq` stands in for SQLite's rowid (insertion order).
+`octy_state.revision` moves on every write; each write transaction takes its row first, so writers
+queue in one order (like SQLite's BEGIN IMMEDIATE) and never deadlock.
 """
 
 from __future__ import annotations
