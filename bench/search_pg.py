@@ -5,7 +5,8 @@ Builds N memories the way bench/search.py does (deterministic texts of every nod
 index holds N distinct, realistically clustered vectors), loads them into a PostgreSQL schema
 (`PostgresStore.bulk_load`: COPY, then one HNSW build) and, unless `--no-sqlite`, into an SQLite file,
 then times one search at a time through `store.search` on each, beside a NumPy brute-force scan of the
-same matrix in RAM. Recall@10 is the HNSW answer's overlap with the exact top 10 (NumPy), for several
+same matrix in RAM. The HNSW index is `--partitions` graphs (the store's default split), each searched
+with `ef_search` and merged. Recall@10 is the HNSW answer's overlap with the exact top 10 (NumPy), for several
 `ef_search` values.
 
 The server is `--url`, else a private one started through pgserver in a temporary folder.
@@ -29,7 +30,8 @@ from search import make_nodes, make_queries, noisy_copies, time_calls
 
 from octygraph.embeddings import local_embeddings
 from octygraph.store import MemoryStore, SearchMode
-from octygraph.store.postgres import EF_SEARCH, PostgresStore
+from octygraph.store.pg_schema import HNSW_PARTITIONS
+from octygraph.store.postgres import PostgresStore
 
 LIMIT = 10
 
@@ -138,37 +140,41 @@ def run(args: argparse.Namespace) -> str:
         store.close()
         store = PostgresStore.open(url, embedder, project_id=project)
         with Timer() as load:
-            build_s = store.bulk_load(nodes, mat, hnsw=(args.m, args.ef_construction))
+            build_s = store.bulk_load(
+                nodes, mat, hnsw=(args.m, args.ef_construction), partitions=args.partitions
+            )
         info.append(["PostgreSQL load (COPY)", f"{load.seconds - build_s:.0f} s"])
         info.append(
             [
-                f"PostgreSQL HNSW build (m={args.m}, ef_construction={args.ef_construction})",
+                f"PostgreSQL HNSW build (m={args.m}, ef_construction={args.ef_construction}, "
+                f"{args.partitions} partitions)",
                 f"{build_s:.0f} s",
             ]
         )
         print(f"pg loaded in {load.seconds:.0f} s (HNSW {build_s:.0f} s)", file=sys.stderr)
-        for ef in [int(x) for x in args.ef.split(",")]:
+        # Each given ef_search, then the store's own choice for this size (None).
+        for ef in [*(int(x) for x in args.ef.split(",")), None]:
             store.ef_search = ef
+            label = f"ef_search={ef}" if ef else f"store default ef_search={store.ef_for_size()}"
             r, near = recall(store, queries, qvecs, truth, tenth)
             info.append(
                 [
-                    f"PostgreSQL HNSW recall@10 vs exact, ef_search={ef} (hits within {TIE} of 10th)",
+                    f"PostgreSQL HNSW recall@10 vs exact, {label} (hits within {TIE} of 10th)",
                     f"{r:.3f} ({near:.3f})",
                 ]
             )
             timed(
-                f"PostgreSQL store.search vector (HNSW, ef_search={ef})",
+                f"PostgreSQL store.search vector (HNSW, {label})",
                 searcher(store, queries, qvecs, "vector"),
                 len(queries),
             )
-        store.ef_search = 100
         timed(
             "PostgreSQL store.search keyword (full-text BM25)",
             searcher(store, queries, qvecs, "keyword"),
             len(queries),
         )
         timed(
-            f"PostgreSQL store.search hybrid (ef_search={EF_SEARCH})",
+            f"PostgreSQL store.search hybrid (store default ef_search={store.ef_for_size()})",
             searcher(store, queries, qvecs, "hybrid"),
             len(queries),
         )
@@ -231,6 +237,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ef", default="40,100,200", help="hnsw.ef_search values to time")
     parser.add_argument("--m", type=int, default=16, help="HNSW m (links per node)")
     parser.add_argument("--ef-construction", type=int, default=64, help="HNSW ef_construction")
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=HNSW_PARTITIONS,
+        help="HNSW graphs the vectors are split into (ef_search applies to each)",
+    )
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL schema afterwards")
     args = parser.parse_args(argv)

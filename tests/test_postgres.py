@@ -21,6 +21,7 @@ import pytest
 from octygraph.embeddings import LocalEmbeddings
 from octygraph.settings import Settings
 from octygraph.store import MemoryStore, NewNode, StoreError
+from octygraph.store.pg_schema import HNSW_PARTITIONS, vector_index_ddl
 
 pytestmark = pytest.mark.postgres
 
@@ -42,15 +43,20 @@ def test_schema_migrations_and_indexes(pg_url: str, embedder: LocalEmbeddings) -
         # Raw SQL on purpose: this test checks the on-server schema itself.
         conn = store._conn
         migrations = conn.execute("SELECT version, name FROM octy_migrations").fetchall()
-        assert [m[0] for m in migrations] == [1, 2]
+        assert [m[0] for m in migrations] == [1, 2, 3]
         indexes = {
             r[0]: r[1]
             for r in conn.execute(
                 "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s", (store.schema,)
             )
         }
-        assert "USING hnsw" in indexes["idx_embeddings_hnsw"]
-        assert "vector_cosine_ops" in indexes["idx_embeddings_hnsw"]
+        # The vector index: one HNSW graph per partition of `seq`, none over the whole table.
+        assert "idx_embeddings_hnsw" not in indexes
+        for part in range(HNSW_PARTITIONS):
+            ddl = indexes[f"idx_embeddings_hnsw_{part}"]
+            assert "USING hnsw" in ddl and "vector_cosine_ops" in ddl
+            assert f"mod(seq, ({HNSW_PARTITIONS})::bigint) = {part}" in ddl
+        assert store.partitions == HNSW_PARTITIONS
         assert "USING gin" in indexes["idx_nodes_tsv"]
         cols = [
             r[0]
@@ -80,7 +86,7 @@ def test_schema_migrations_and_indexes(pg_url: str, embedder: LocalEmbeddings) -
         assert store.meta()["embedding_dim"] == "384"
         # Opening again applies nothing twice.
         _open(pg_url, embedder, project).close()
-        assert conn.execute("SELECT count(*) FROM octy_migrations").fetchone()[0] == 2
+        assert conn.execute("SELECT count(*) FROM octy_migrations").fetchone()[0] == 3
     finally:
         store.drop_project()
         store.close()
@@ -212,6 +218,126 @@ def test_hnsw_search_agrees_with_exact_scan(pg_url: str, embedder: LocalEmbeddin
             approx = {h.node.id for h in store.search("x", query_vec=q, mode="vector", limit=10)}
             found += len(exact & approx)
         assert found / 200 >= 0.95
+    finally:
+        store.drop_project()
+        store.close()
+
+
+def _unit_rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
+    mat = rng.standard_normal((n, dim)).astype(np.float32)
+    return mat / np.linalg.norm(mat, axis=1, keepdims=True)
+
+
+def _assert_search_is_exact(store: Any, ids: list[str], mat: np.ndarray, rng: Any) -> None:
+    """Top 10 through the partitioned index equals NumPy's exact top 10, in order, with the cosines."""
+    for _ in range(8):
+        q = _unit_rows(rng, 1, mat.shape[1])[0]
+        sims = mat @ q
+        exact = [ids[i] for i in np.argsort(-sims)[:10]]
+        hits = store.search("x", query_vec=q, mode="vector", limit=10)
+        assert [h.node.id for h in hits] == exact
+        assert [round(h.cosine, 4) for h in hits] == [
+            round(float(sims[ids.index(h.node.id)]), 4) for h in hits
+        ]
+
+
+def test_partitioned_hnsw_search_equals_exact_on_a_small_set(
+    pg_url: str, embedder: LocalEmbeddings
+) -> None:
+    # 50 rows a partition, under ef_search: every graph's search reaches all its rows, so the merged
+    # answer must be the exact one; a wrong merge, predicate or limit shows as a different list.
+    rng = np.random.default_rng(3)
+    n = 50 * HNSW_PARTITIONS
+    mat = _unit_rows(rng, n, embedder.dim)
+    store = _open(pg_url, embedder, _project())
+    try:
+        nodes = store.add_nodes([NewNode("fact", f"memory {i}") for i in range(n)], vectors=mat)
+        ids = [nd.id for nd in nodes]
+        _assert_search_is_exact(store, ids, mat, rng)
+        # The planner walks every partition's graph (a sequential scan would hide a broken index).
+        plan = "\n".join(
+            r[0]
+            for r in store._conn.execute(
+                "EXPLAIN " + store._approx_sql(["active"]), {"q": mat[0], "k": 10}
+            )
+        )
+        for part in range(HNSW_PARTITIONS):
+            assert f"Index Scan using idx_embeddings_hnsw_{part} on embeddings" in plan
+        # Filters apply inside each partition: a type filter returns that type's exact top 5.
+        events = store.add_nodes(
+            [NewNode("event", f"event {i}") for i in range(30)],
+            vectors=_unit_rows(rng, 30, embedder.dim),
+        )
+        q = mat[5]
+        hits = store.search("x", query_vec=q, mode="vector", limit=5, types=["event"])
+        dvecs = store._vectors_of([d.id for d in events])
+        exact = sorted(dvecs, key=lambda i: -float(dvecs[i] @ q))[:5]
+        assert [h.node.id for h in hits] == exact
+    finally:
+        store.drop_project()
+        store.close()
+
+
+def test_migration_splits_an_existing_single_hnsw_index(
+    pg_url: str, embedder: LocalEmbeddings
+) -> None:
+    project = _project()
+    rng = np.random.default_rng(4)
+    mat = _unit_rows(rng, 200, embedder.dim)
+    store = _open(pg_url, embedder, project)
+    try:
+        nodes = store.add_nodes([NewNode("fact", f"m {i}") for i in range(200)], vectors=mat)
+        # Put the schema back as schema 2 left it: one HNSW graph, migration 3 not recorded.
+        conn = store._conn
+        for part in range(HNSW_PARTITIONS):
+            conn.execute(f"DROP INDEX idx_embeddings_hnsw_{part}")
+        for stmt in vector_index_ddl(partitions=1):
+            conn.execute(stmt)
+        conn.execute("DELETE FROM octy_meta WHERE key = 'hnsw_partitions'")
+        conn.execute("DELETE FROM octy_migrations WHERE version = 3")
+        store.close()
+        store = _open(pg_url, embedder, project)
+        names = {
+            r[0]
+            for r in store._conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexdef LIKE %s",
+                (store.schema, "%USING hnsw%"),
+            )
+        }
+        assert names == {f"idx_embeddings_hnsw_{p}" for p in range(HNSW_PARTITIONS)}
+        assert store.partitions == HNSW_PARTITIONS
+        assert store.meta()["hnsw_partitions"] == str(HNSW_PARTITIONS)
+        _assert_search_is_exact(store, [nd.id for nd in nodes], mat, rng)
+    finally:
+        store.drop_project()
+        store.close()
+
+
+def test_ef_search_follows_the_graphs_size() -> None:
+    from octygraph.store.postgres import EF_SEARCH, EF_SEARCH_MIN, ef_search_for
+
+    # The measured ends (bench/README.md): 40 at 100,000 memories in 8 graphs, 200 at 1,000,000.
+    assert ef_search_for(100_000, 8) == EF_SEARCH_MIN == 40
+    assert ef_search_for(1_000_000, 8) == EF_SEARCH == 200
+    assert ef_search_for(500_000, 8) == 100
+    assert ef_search_for(50_000_000, 8) == EF_SEARCH  # pgvector allows 1000; latency caps it
+    assert ef_search_for(10, 1) == EF_SEARCH  # one graph: as before partitions
+
+
+def test_one_graph_index_still_searches_exactly(pg_url: str, embedder: LocalEmbeddings) -> None:
+    # bulk_load(partitions=1) builds the schema-2 shape (benchmarks compare it); searches and reopens
+    # keep using it.
+    project = _project()
+    rng = np.random.default_rng(5)
+    mat = _unit_rows(rng, 150, embedder.dim)
+    items = [NewNode("fact", f"m {i}", id=f"n{i:04d}") for i in range(150)]
+    store = _open(pg_url, embedder, project)
+    try:
+        store.bulk_load(items, mat, partitions=1)
+        store.close()
+        store = _open(pg_url, embedder, project)
+        assert store.partitions == 1
+        _assert_search_is_exact(store, [it.id for it in items], mat, rng)
     finally:
         store.drop_project()
         store.close()

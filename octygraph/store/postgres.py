@@ -42,11 +42,15 @@ from octygraph.store.model import (
     validate_node,
 )
 from octygraph.store.pg_schema import (
+    HNSW_EF_CONSTRUCTION,
+    HNSW_M,
     MIGRATIONS,
     MIGRATIONS_DDL,
     RECOUNT_LEXEMES,
     SCHEMA_VERSION,
     TS_CONFIG,
+    drop_vector_index_ddl,
+    partition_predicate,
     vector_index_ddl,
 )
 from octygraph.store.ranking import BM25_B, BM25_K1
@@ -54,9 +58,13 @@ from octygraph.store.schema import ARCHIVED, DEFAULT_SCOPE, SUBTYPES
 from octygraph.store.sqlite import _STOPWORDS, _WORD
 from octygraph.store.versions import release_replaced
 
-# HNSW candidates weighed per query (hnsw.ef_search), at least the requested pool. 200 keeps recall@10
-# against an exact scan at 0.96 on 100,000 blended model vectors (bench/search_pg.py) for ~3 ms.
+# HNSW candidates weighed per query and graph (hnsw.ef_search), at least the requested pool. With 8
+# partitions, recall@10 against an exact scan of blended model vectors (bench/search_pg.py) is 0.969 at
+# 200 for 1,000,000 memories (125,000 a graph) and 0.988 at 40 for 100,000: the graph's size sets it,
+# rows per graph / EF_ROWS within [EF_SEARCH_MIN, EF_SEARCH]; small graphs need no more work.
 EF_SEARCH = 200
+EF_SEARCH_MIN = 40
+EF_ROWS = 625
 # Full-text matches rescored with BM25 per requested candidate (at least BM25_MIN_RESCORE).
 BM25_RESCORE_FACTOR = 3
 BM25_MIN_RESCORE = 300
@@ -64,6 +72,13 @@ BM25_MIN_RESCORE = 300
 AVGDL_TTL_S = 60.0
 
 _EDGE_COLS = "id, source_id, target_id, edge_type, attributes, created_at"
+
+
+def ef_search_for(rows: int, partitions: int) -> int:
+    """ef_search per graph: EF_SEARCH for one graph, else by rows per graph (see EF_SEARCH)."""
+    if partitions <= 1:
+        return EF_SEARCH
+    return min(EF_SEARCH, max(EF_SEARCH_MIN, rows // partitions // EF_ROWS))
 
 
 def schema_name(project_id: str) -> str:
@@ -113,8 +128,11 @@ class PostgresStore(StoreBase):
         self.embedder = embedder
         self._conn = conn
         self._lock = threading.RLock()
-        # Candidates the HNSW index weighs per query (pgvector's hnsw.ef_search); more is slower, surer.
-        self.ef_search = EF_SEARCH
+        # Candidates each HNSW graph weighs per query (pgvector's hnsw.ef_search); more is slower,
+        # surer. None: by the graphs' size (ef_for_size); benchmarks set a number.
+        self.ef_search: int | None = None
+        # HNSW graphs the vectors are split into (octy_meta `hnsw_partitions`, read at open).
+        self.partitions = 1
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         # (documents, average length, read at, revision) for BM25; see _corpus_stats.
         self._corpus: tuple[int, float, float, int] | None = None
@@ -210,6 +228,7 @@ class PostgresStore(StoreBase):
                 )
         conn.execute(f'SET search_path TO "{self.schema}", public')
         meta = self.meta()
+        self.partitions = int(meta.get("hnsw_partitions", "1"))
         if check_model and meta.get("embedding_model") != self.embedder.model_id:
             raise EmbeddingMismatch(
                 f"{self.location} holds vectors from {meta.get('embedding_model')} but the configured "
@@ -632,35 +651,61 @@ class PostgresStore(StoreBase):
                 "Stored vectors have another dimension than the query; run `octygraph reindex`."
             )
         where: list[str] = []
-        args: list[Any] = [q]
+        args: dict[str, Any] = {"q": q, "k": int(k)}
         if not include_superseded:
             where.append("active")
         if types:
-            where.append("node_type = ANY(%s)")
-            args.append(list(types))
+            where.append("node_type = ANY(%(types)s)")
+            args["types"] = list(types)
         cond = (" WHERE " + " AND ".join(where)) if where else ""
-        approx = (
-            f"SELECT node_id, 1 - (vector <=> %s) FROM embeddings{cond} "
-            "ORDER BY vector <=> %s LIMIT %s"
-        )
+        approx = self._approx_sql(where)
+        ef = self.ef_search if self.ef_search is not None else self.ef_for_size()
         # `+ 0` keeps the planner off the HNSW index: an exact scan (through the type index if any).
         exact = (
-            f"SELECT node_id, 1 - (vector <=> %s) FROM embeddings{cond} "
-            "ORDER BY (vector <=> %s) + 0 LIMIT %s"
+            f"SELECT node_id, 1 - (vector <=> %(q)s) FROM embeddings{cond} "
+            "ORDER BY (vector <=> %(q)s) + 0 LIMIT %(k)s"
         )
         with self._lock:
-            wide = max(int(k), self.ef_search)
+            wide = max(int(k), ef)
             if wide != EF_SEARCH:
                 self._conn.execute(f"SET hnsw.ef_search = {min(wide, 1000)}")
             try:
-                rows = self._conn.execute(approx, [*args, q, int(k)]).fetchall()
+                rows = self._conn.execute(approx, args).fetchall()
             finally:
                 if wide != EF_SEARCH:
                     self._conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
             if len(rows) < k and where:
                 # The index filters after its search, so a rare type can come back short.
-                rows = self._conn.execute(exact, [*args, q, int(k)]).fetchall()
+                rows = self._conn.execute(exact, args).fetchall()
         return [(r[0], float(r[1])) for r in rows]
+
+    def ef_for_size(self) -> int:
+        """The ef_search searches use unless one is set: by this project's size (ef_search_for)."""
+        return ef_search_for(self._corpus_stats()[0], self.partitions)
+
+    def _approx_sql(self, where: Sequence[str]) -> str:
+        """The top k through the HNSW index: each partition's own top k, merged by distance.
+
+        Each branch names its partition's predicate literally, so the planner proves the partial index
+        usable (also in a generic plan) and merges the branches' ordered scans without sorting all.
+        """
+        if self.partitions <= 1:
+            cond = (" WHERE " + " AND ".join(where)) if where else ""
+            return (
+                f"SELECT node_id, 1 - (vector <=> %(q)s) FROM embeddings{cond} "
+                "ORDER BY vector <=> %(q)s LIMIT %(k)s"
+            )
+        branches = [
+            "(SELECT node_id, vector <=> %(q)s AS dist FROM embeddings WHERE "
+            + " AND ".join([*where, partition_predicate(self.partitions, part)])
+            + " ORDER BY vector <=> %(q)s LIMIT %(k)s)"
+            for part in range(self.partitions)
+        ]
+        return (
+            "SELECT node_id, 1 - dist FROM ("
+            + " UNION ALL ".join(branches)
+            + ") AS parts ORDER BY dist LIMIT %(k)s"
+        )
 
     def _corpus_stats(self) -> tuple[int, float]:
         """(documents, average length in tokens) for BM25, re-read after writes.
@@ -801,7 +846,8 @@ class PostgresStore(StoreBase):
                 progress(done, total)
         dim = int(self.embedder.dim)
         with self.transaction() as conn:
-            conn.execute("DROP INDEX IF EXISTS idx_embeddings_hnsw")
+            for stmt in drop_vector_index_ddl():
+                conn.execute(stmt)
             conn.execute("DELETE FROM embeddings")
             conn.execute(f"ALTER TABLE embeddings ALTER COLUMN vector TYPE vector({dim})")
             if rows:
@@ -812,7 +858,8 @@ class PostgresStore(StoreBase):
                         "SELECT id, node_type, superseded_by IS NULL, %s FROM nodes WHERE id = %s",
                         [(vec, node_id) for (node_id, _), vec in zip(rows, mat, strict=True)],
                     )
-            conn.execute(vector_index_ddl())
+            for stmt in vector_index_ddl(partitions=self.partitions):
+                conn.execute(stmt)
             conn.cursor().executemany(
                 "INSERT INTO octy_meta(key, value) VALUES (%s, %s) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -833,10 +880,12 @@ class PostgresStore(StoreBase):
         *,
         progress: Callable[[int], None] | None = None,
         hnsw: tuple[int, int] | None = None,
+        partitions: int | None = None,
     ) -> float:
         """Load many edge-less nodes with their vectors fast: COPY, then one HNSW build.
 
-        `hnsw` overrides the index's (m, ef_construction) for this build (benchmarks of denser graphs).
+        `hnsw` overrides the index's (m, ef_construction) for this build (benchmarks of denser graphs);
+        `partitions` the number of HNSW graphs, kept for this project's later searches and reindexes.
 
         For imports and benchmarks of large graphs (a million memories): the HNSW index is dropped and
         built once at the end, which is many times faster than inserting into it row by row. Readers see
@@ -847,7 +896,8 @@ class PostgresStore(StoreBase):
         for item in items:
             validate_node(item.node_type, item.subtype)
         with self.transaction() as conn:
-            conn.execute("DROP INDEX IF EXISTS idx_embeddings_hnsw")
+            for stmt in drop_vector_index_ddl():
+                conn.execute(stmt)
             # Counting lexemes row by row would dominate the load: recounted once at the end.
             conn.execute("ALTER TABLE nodes DISABLE TRIGGER nodes_lexemes")
         try:
@@ -901,7 +951,16 @@ class PostgresStore(StoreBase):
             # A bigger build memory keeps the graph in RAM while it is built; a spill is far slower.
             self._conn.execute("SET maintenance_work_mem = '4GB'")
             self._conn.execute("SET max_parallel_maintenance_workers = 1")
-            self._conn.execute(vector_index_ddl(*hnsw) if hnsw else vector_index_ddl())
+            parts = self.partitions if partitions is None else partitions
+            m, ef_construction = hnsw or (HNSW_M, HNSW_EF_CONSTRUCTION)
+            for stmt in vector_index_ddl(m, ef_construction, partitions=parts):
+                self._conn.execute(stmt)
+            self._conn.execute(
+                "INSERT INTO octy_meta(key, value) VALUES ('hnsw_partitions', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(parts),),
+            )
+            self.partitions = parts
             self._conn.execute("ANALYZE nodes")
             self._conn.execute("ANALYZE embeddings")
         self._corpus = None
