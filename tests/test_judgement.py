@@ -109,6 +109,13 @@ def test_a_mixed_prompt_stores_only_its_durable_part() -> None:
     assert "Redis" in texts[0] and "product page" not in texts[0]
 
 
+def test_a_request_that_sets_the_project_up_is_stored_as_what_the_project_is() -> None:
+    texts = stored_texts("bootstrap a quarkus service for the parcel tracking api")
+    assert texts == ["The project is a quarkus service for the parcel tracking api"]
+    # A project made to try something out says nothing about this one.
+    assert stored_texts("spin up a scratch django app to try the new orm feature") == []
+
+
 def test_pasted_output_never_merges_with_the_sentence_before_it() -> None:
     parts = segments("the deploy broke again\n    at Server.listen (node:net:1780:7)\nany idea?")
     assert [p.machine for p in parts] == [False, True, False]

@@ -25,7 +25,7 @@ from octygraph.heuristics.lexicon import GENERIC_SUBJECTS, STOPWORDS
 from octygraph.heuristics.reconcile import ROLE_STATEMENT
 from octygraph.heuristics.safety import redact_secrets
 from octygraph.heuristics.text import WORD
-from octygraph.judgement.standalone import standalone
+from octygraph.judgement.standalone import project_statement, standalone
 from octygraph.models import Classification, NodeType, StorageDecision, StorageItem
 
 if TYPE_CHECKING:
@@ -340,8 +340,9 @@ def _item(
     assistant: bool,
     project: str | None,
 ) -> StorageItem:
+    told = (kind == "fact" and not assistant and project_statement(s.text)) or s.text
     content, _ = redact_secrets(
-        standalone(s.text, speaker="assistant" if assistant else "user", project=project)
+        standalone(told, speaker="assistant" if assistant else "user", project=project)
     )
     concepts = {e.name for e in s.entities if e.kind == "concept"}
     entities = [name for name in entity_names if name not in concepts]

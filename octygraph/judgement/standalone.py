@@ -35,6 +35,13 @@ _MY: Final = re.compile(r"(?i)\bmy\b")
 _MID_I: Final = re.compile(
     rf"(?<=[\s,;])(?:I|i)(?:('m|\s+am)|('ve|\s+have)|\s+((?:{_ADVERBS})\s+)?([a-z]+(?:['’][a-z]+)?))\b"
 )
+_SETS_UP: Final = re.compile(
+    r"(?i)^(?:(?:please|so|ok|okay|now|let'?s|can\s+you|could\s+you)[,\s]+)*"
+    r"(?:initiali[sz]e|init|create|scaffold|bootstrap|set\s+up|start|kick\s+off|spin\s+up|make)\s+"
+    r"(?P<article>an?)\s+(?:new\s+|fresh\s+)?(?P<what>.*\b(?:project|app|application|repo|monorepo|"
+    r"workspace|crate|module|package|library|site|service|cli|api|extension|skeleton|worker|gem)\b.*)$"
+)
+"""A request that sets the project up, and so says what it is ("initialize a rust crate called X")."""
 _THIS_PROJECT: Final = re.compile(
     r"(?i)\b(?:this|our|the\s+current)\s+(repo|repository|project|codebase|app)\b"
 )
@@ -61,6 +68,18 @@ def _subject(who: str, m: re.Match[str]) -> str:
     if m.group(2):
         return f"{who} has"
     return f"{who} {m.group(3) or ''}{_third_person(m.group(4))}"
+
+
+def project_statement(text: str) -> str | None:
+    """ "Scaffold an astro site for the docs" -> "The project is an astro site for the docs"; else None.
+
+    The guideline counts a request that establishes the stack as stating it; kept as a request, it
+    would read next week as a task still to do.
+    """
+    m = _SETS_UP.match(" ".join(text.split()).strip(" .!"))
+    if m is None:
+        return None
+    return f"The project is {m.group('article').lower()} {m.group('what')}"
 
 
 def standalone(text: str, *, speaker: str = "user", project: str | None = None) -> str:
