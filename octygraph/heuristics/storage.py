@@ -340,7 +340,11 @@ def _item(
     assistant: bool,
     project: str | None,
 ) -> StorageItem:
-    told = (kind == "fact" and not assistant and project_statement(s.text)) or s.text
+    # A kept request that sets the project up states what the project is, whatever kind it sounded.
+    statement = None if assistant else project_statement(s.text)
+    if statement is not None:
+        kind = "fact"
+    told = statement or s.text
     content, _ = redact_secrets(
         standalone(told, speaker="assistant" if assistant else "user", project=project)
     )

@@ -42,6 +42,8 @@ _SETS_UP: Final = re.compile(
     r"workspace|crate|module|package|library|site|service|cli|api|extension|skeleton|worker|gem)\b.*)$"
 )
 """A request that sets the project up, and so says what it is ("initialize a rust crate called X")."""
+_EVERY: Final = re.compile(r"(?i)\b(?:every|each|all|any|whenever)\b")
+"""... unless it is a rule about such things ("create a new service for every bounded context")."""
 _THIS_PROJECT: Final = re.compile(
     r"(?i)\b(?:this|our|the\s+current)\s+(repo|repository|project|codebase|app)\b"
 )
@@ -77,7 +79,7 @@ def project_statement(text: str) -> str | None:
     would read next week as a task still to do.
     """
     m = _SETS_UP.match(" ".join(text.split()).strip(" .!"))
-    if m is None:
+    if m is None or _EVERY.search(m.group("what")):
         return None
     return f"The project is {m.group('article').lower()} {m.group('what')}"
 
