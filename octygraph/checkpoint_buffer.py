@@ -1,13 +1,15 @@
-"""Checkpoints held in memory until the prompt has its answer, then written to the real checkpointer.
+"""The retrieve half's checkpoints, held in memory until the prompt has its answer, then written.
 
-A run's retrieve half writes a checkpoint and its task writes at every step. Written as they happen,
-each goes through aiosqlite's thread (or a PostgreSQL round trip) and competes with the retrieval for
-the interpreter while the user waits. `WriteBehindSaver` keeps them in an in-memory saver (reads see
-them at once) and writes them to the real checkpointer, in the order they were made, when `flush` is
-called: after the answer went out. From then on every write goes straight through, so the store half's
-steps are on disk as soon as they are made, as before; a replay reads the same checkpoints, and a
-restarted service resumes an unfinished run from them (octygraph/resume.py). Only a process killed in the
-few milliseconds between the reply and the end of the flush leaves its run no checkpoint to resume from.
+A run's retrieve half writes a checkpoint and its task writes at every step (its own and its loop's).
+Written as they happen, each goes through aiosqlite's thread (or a PostgreSQL round trip) and competes
+with the retrieval for the interpreter while the user waits. `WriteBehindSaver` keeps the checkpoints of
+the namespaces it is told to defer in an in-memory saver (reads see them at once) and writes them to the
+real checkpointer, in the order they were made, when `flush` is called: after the answer went out.
+
+Every other namespace (the run's own steps, the store half) is written through as it happens, as before:
+a restarted service resumes an unfinished store half from them (octygraph/resume.py) even when the process
+died before the flush, since a finished retrieve half's result is in the run's own writes. A replay reads
+the same checkpoints once the run has ended.
 """
 
 from __future__ import annotations
@@ -30,23 +32,27 @@ Opener = Callable[[], Awaitable[BaseCheckpointSaver[Any]]]
 
 
 class WriteBehindSaver(BaseCheckpointSaver[str]):
-    """Buffers checkpoints in memory until `flush`, then writes them and everything after to the target.
+    """Buffers the checkpoints of deferred namespaces until `flush`; writes the others through.
 
-    The target is opened by `open_target` on the first flush, so opening it (a connection, a thread,
-    the schema check) is not on the answer's path either. Versions are the strings every saver we use
+    The target is opened by `open_target` on first use. Versions are the strings every saver we use
     makes (SQLite, PostgreSQL and in-memory share the formula), so buffered checkpoints load anywhere.
     """
 
-    def __init__(self, open_target: Opener, serde: SerializerProtocol) -> None:
+    def __init__(
+        self, open_target: Opener, serde: SerializerProtocol, defer: Callable[[str], bool]
+    ) -> None:
         super().__init__(serde=serde)
         self._open_target = open_target
         self._target: BaseCheckpointSaver[Any] | None = None
+        self._defer = defer
         self._memory = InMemorySaver(serde=serde)
         self._pending: list[tuple[str, tuple[Any, ...]]] | None = []
 
-    @property
-    def buffering(self) -> bool:
-        return self._pending is not None
+    def _deferred(self, config: RunnableConfig | None) -> bool:
+        """Whether a call on `config` goes to the buffer (only until the flush)."""
+        if self._pending is None or config is None:
+            return False
+        return self._defer(str(config.get("configurable", {}).get("checkpoint_ns") or ""))
 
     async def flush(self) -> None:
         """Write what was buffered, in order, and write through from now on. Idempotent."""
@@ -73,7 +79,7 @@ class WriteBehindSaver(BaseCheckpointSaver[str]):
     # ------------------------------------------------------------------ the saver interface
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        if self._pending is not None:
+        if self._deferred(config):
             return await self._memory.aget_tuple(config)
         return await (await self._target_saver()).aget_tuple(config)
 
@@ -85,7 +91,12 @@ class WriteBehindSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        source = self._memory if self._pending is not None else await self._target_saver()
+        if self._deferred(config):
+            source: BaseCheckpointSaver[Any] = self._memory
+        else:
+            if config is None or "checkpoint_ns" not in config.get("configurable", {}):
+                await self.flush()  # every namespace asked for: the buffered ones too
+            source = await self._target_saver()
         async for item in source.alist(config, filter=filter, before=before, limit=limit):
             yield item
 
@@ -96,10 +107,11 @@ class WriteBehindSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        if self._pending is None:
+        if not self._deferred(config):
             return await (await self._target_saver()).aput(
                 config, checkpoint, metadata, new_versions
             )
+        assert self._pending is not None
         # By reference, as LangGraph's own async durability does: a step's checkpoint is not changed
         # after it is handed over.
         self._pending.append(("put", (config, checkpoint, metadata, new_versions)))
@@ -112,9 +124,10 @@ class WriteBehindSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        if self._pending is None:
+        if not self._deferred(config):
             await (await self._target_saver()).aput_writes(config, writes, task_id, task_path)
             return
+        assert self._pending is not None
         self._pending.append(("writes", (config, list(writes), task_id, task_path)))
         await self._memory.aput_writes(config, writes, task_id, task_path)
 

@@ -215,9 +215,12 @@ async def run_prompt(
     flushing: asyncio.Task[None] | None = None
     try:
         async with contextlib.AsyncExitStack() as opened:
-            # The checkpoints wait in memory until the answer is out (see checkpoint_buffer).
+            # The retrieve half's checkpoints wait in memory until the answer is out; the run's own and
+            # the store half's are written as they happen, for a resume (see checkpoint_buffer).
             saver = WriteBehindSaver(
-                lambda: opened.enter_async_context(checkpointer_for(settings)), make_serde()
+                lambda: opened.enter_async_context(checkpointer_for(settings)),
+                make_serde(),
+                defer=_in_retrieve_half,
             )
             graph = with_checkpointer(saver)
             try:
@@ -342,6 +345,11 @@ def write_run_trace(
         settings.paths.debug_dir,
         {k: settings.redact(v) if isinstance(v, str) else v for k, v in trace.items()},
     )
+
+
+def _in_retrieve_half(checkpoint_ns: str) -> bool:
+    """The retrieve subgraph's namespace and those nested in it ("retrieve:<task>|...")."""
+    return checkpoint_ns.split("|", 1)[0].split(":", 1)[0] == "retrieve"
 
 
 async def _flush_after_reply(saver: WriteBehindSaver) -> None:

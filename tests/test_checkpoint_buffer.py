@@ -1,4 +1,5 @@
-"""Checkpoints wait in memory until the answer is out, then reach `checkpoints.db` in full, in order."""
+"""The retrieve half's checkpoints wait in memory until the answer is out, then reach `checkpoints.db`
+in full and in order; the run's own and the store half's are written as they happen (a resume needs them)."""
 
 from __future__ import annotations
 
@@ -16,18 +17,21 @@ from octygraph.services import open_store
 from octygraph.settings import Settings
 
 
-def _rows(db: Path, thread_id: str) -> int:
+def _rows(db: Path, thread_id: str, retrieve: bool) -> int:
+    """Checkpoints of the run in the retrieve half's namespaces (or in the others)."""
     if not db.exists():
         return 0
     with sqlite3.connect(db) as conn:
         try:
-            return int(
-                conn.execute(
-                    "SELECT count(*) FROM checkpoints WHERE thread_id = ?", (thread_id,)
-                ).fetchone()[0]
-            )
+            namespaces = [
+                ns
+                for (ns,) in conn.execute(
+                    "SELECT checkpoint_ns FROM checkpoints WHERE thread_id = ?", (thread_id,)
+                )
+            ]
         except sqlite3.OperationalError:  # no table yet
             return 0
+    return sum(ns.startswith("retrieve:") == retrieve for ns in namespaces)
 
 
 def test_answer_comes_before_the_checkpoints_and_replay_still_works(home: Path) -> None:
@@ -36,7 +40,7 @@ def test_answer_comes_before_the_checkpoints_and_replay_still_works(home: Path) 
     seen_at_answer: list[int] = []
 
     async def on_answer(early: dict[str, Any]) -> None:
-        seen_at_answer.append(_rows(db, early["trace_id"]))
+        seen_at_answer.append(_rows(db, early["trace_id"], retrieve=True))
 
     with open_store(settings) as store:
         asyncio.run(
@@ -52,16 +56,17 @@ def test_answer_comes_before_the_checkpoints_and_replay_still_works(home: Path) 
             )
         )
         assert "Maria owns the billing service" in result["context"]
-        assert seen_at_answer == [0]  # nothing written while the user waited
-        assert _rows(db, result["trace_id"]) > 0  # everything written once the run ended
+        assert seen_at_answer == [0]  # nothing of the retrieve half written while the user waited
+        assert _rows(db, result["trace_id"], retrieve=True) > 0  # all of it once the run ended
+        assert _rows(db, result["trace_id"], retrieve=False) > 0
         steps = asyncio.run(checkpoint_steps(settings, result["trace_id"]))
         assert any(sorted(s["next"]) == ["retrieve", "store"] for s in steps), steps
         replayed = asyncio.run(replay(result["trace_id"], settings, store))
         assert replayed["same"] and replayed["context"] == result["context"]
 
 
-def _config(checkpoint_id: str | None = None) -> dict[str, Any]:
-    configurable = {"thread_id": "t", "checkpoint_ns": ""}
+def _config(checkpoint_id: str | None = None, ns: str = "retrieve:1") -> dict[str, Any]:
+    configurable = {"thread_id": "t", "checkpoint_ns": ns}
     if checkpoint_id:
         configurable["checkpoint_id"] = checkpoint_id
     return {"configurable": configurable}
@@ -90,7 +95,7 @@ def test_buffered_writes_reach_the_target_in_order_then_write_through() -> None:
             opened.append(1)
             return target
 
-        saver = WriteBehindSaver(open_target, make_serde())
+        saver = WriteBehindSaver(open_target, make_serde(), defer=lambda ns: ns == "retrieve:1")
         first = _checkpoint("1", 1, saver)
         config = await saver.aput(_config(), first, {"step": 0}, first["channel_versions"])  # type: ignore[arg-type]
         await saver.aput_writes(config, [("count", 2)], "task-a")
@@ -99,6 +104,11 @@ def test_buffered_writes_reach_the_target_in_order_then_write_through() -> None:
         assert buffered is not None and buffered.checkpoint["channel_values"] == {"count": 1}
         assert buffered.pending_writes == [("task-a", "count", 2)]
         assert opened == [] and await target.aget_tuple(_config()) is None
+        # Another namespace goes straight through (the run's own steps, the store half).
+        other = _checkpoint("9", 9, saver)
+        await saver.aput(_config(ns=""), other, {"step": 0}, other["channel_versions"])  # type: ignore[arg-type]
+        assert opened == [1] and await target.aget_tuple(_config(ns="")) is not None
+        assert await target.aget_tuple(_config()) is None
 
         await saver.flush()
         on_disk = await target.aget_tuple(_config())
@@ -115,5 +125,9 @@ def test_buffered_writes_reach_the_target_in_order_then_write_through() -> None:
         await saver.flush()  # idempotent
         assert opened == [1]
         assert [t.checkpoint["id"] async for t in saver.alist(_config())] == ["2", "1"]
+        everything = {
+            t.checkpoint["id"] async for t in saver.alist({"configurable": {"thread_id": "t"}})
+        }
+        assert everything == {"1", "2", "9"}
 
     asyncio.run(scenario())
