@@ -7,6 +7,7 @@ Used by the CLI, the Claude Code hooks and notebooks. Compiles `build_graph()` w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 from collections.abc import Awaitable, Callable
@@ -17,12 +18,13 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 
 from octygraph import inflight
+from octygraph.checkpoint_buffer import WriteBehindSaver
 from octygraph.context import Context
 from octygraph.graph import build_graph, replay_graph
 from octygraph.heuristics.intent import injection_reason
 from octygraph.heuristics.secrets import redact_secrets
 from octygraph.llm.usage import UsageTracker
-from octygraph.persistence import checkpointer_for
+from octygraph.persistence import checkpointer_for, make_serde
 from octygraph.settings import Settings
 from octygraph.state import InputState, PipelineState
 from octygraph.store import GraphStore
@@ -210,8 +212,16 @@ async def run_prompt(
             asyncio.to_thread(inflight.begin, settings, _record(trace_id, settings, ctx))
         )
     )
+    flushing: asyncio.Task[None] | None = None
     try:
-        async with checkpointer_for(settings) as saver:
+        async with contextlib.AsyncExitStack() as opened:
+            # The retrieve half's checkpoints wait in memory until the answer is out; the run's own and
+            # the store half's are written as they happen, for a resume (see checkpoint_buffer).
+            saver = WriteBehindSaver(
+                lambda: opened.enter_async_context(checkpointer_for(settings)),
+                make_serde(),
+                defer=_in_retrieve_half,
+            )
             graph = with_checkpointer(saver)
             try:
                 # The backstop: nodes keep to the deadline themselves and finish with what they have.
@@ -250,8 +260,13 @@ async def run_prompt(
                                         {},
                                     )
                                 )
+                                flushing = asyncio.create_task(_flush_after_reply(saver))
             except TimeoutError:
                 timed_out = True
+            finally:
+                if flushing is not None:
+                    await asyncio.shield(flushing)  # a cancelled run still keeps its checkpoints
+            await saver.flush()
             values = {**seen, **dict((await graph.aget_state(config)).values)}
     finally:
         if recording is not None:
@@ -330,6 +345,22 @@ def write_run_trace(
         settings.paths.debug_dir,
         {k: settings.redact(v) if isinstance(v, str) else v for k, v in trace.items()},
     )
+
+
+def _in_retrieve_half(checkpoint_ns: str) -> bool:
+    """The retrieve subgraph's namespace and those nested in it ("retrieve:<task>|...")."""
+    return checkpoint_ns.split("|", 1)[0].split(":", 1)[0] == "retrieve"
+
+
+async def _flush_after_reply(saver: WriteBehindSaver) -> None:
+    """Write the buffered checkpoints once the reply has gone out.
+
+    `on_answer` only resolves a future; the caller's task sends the reply on its next turn of the
+    event loop, so this waits two turns (asyncio runs ready callbacks in order) before it starts.
+    """
+    for _ in range(2):
+        await asyncio.sleep(0)
+    await saver.flush()
 
 
 def _end_record(recording: asyncio.Future[inflight.Held | None]) -> None:

@@ -242,7 +242,8 @@ def test_thin_client_imports_nothing_heavy(env: Env) -> None:
     assert "octygraph" in imported and "_socket" in imported
     assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
     # Nor the pure-Python wrappers of what it needs (their enums and regexes cost milliseconds).
-    assert not imported & {"socket", "base64", "typing"}, sorted(imported & {"socket", "base64"})
+    wrappers = {"socket", "base64", "typing", "json"}
+    assert not imported & wrappers, sorted(imported & wrappers)
 
 
 @pytest.mark.slow
@@ -426,6 +427,32 @@ def test_no_service_and_no_hooks_switches(env: Env) -> None:
     skipped = env.hook("/octybot memory list")
     assert skipped.returncode == 0 and skipped.stdout == ""
     assert client.read_pid(env.home) is None  # nothing worth running: no service started
+
+
+def test_frames_are_the_json_that_json_writes_and_reads() -> None:
+    tricky = {
+        "text": 'naïve ✓ "quoted" \\ back\nline\ttab\x00\x1f\x7f \u2028 😀',
+        "lone_surrogate": "\udcff",
+        "numbers": [0, -3, 10**20, 0.1, -2.5e-07, 1e300],
+        "flags": [True, False, None],
+        "env": {"OCTYBOT_HOME": "/tmp/é", "": ""},
+    }
+    body = protocol.encode(tricky)[protocol.HEADER.size :]
+    assert body == json.dumps(tricky, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass"
+    )
+    assert protocol.decode(body) == tricky
+    # A spooled request is written by `json.dump`, with spaces: read the same.
+    spaced = json.dumps(tricky, indent=1).encode()
+    assert protocol.decode(b" " + spaced + b"\n") == tricky
+    for bad in (b"", b"{", b'{"a": 1} {}', b"\xff", b"nul"):
+        with pytest.raises(protocol.ProtocolError):
+            protocol.decode(bad)
+    with pytest.raises(TypeError):
+        protocol.encode({"a": object()})
+    with pytest.raises(TypeError):  # a failed frame leaves nothing behind for the next one
+        protocol.encode({"a": [object()]})
+    assert protocol.decode(protocol.encode({"a": [1]})[protocol.HEADER.size :]) == {"a": [1]}
 
 
 def test_protocol_frames_and_socket_paths(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 
@@ -141,8 +142,15 @@ def content_words(text: str) -> list[str]:
 
 
 def content_stems(text: str) -> set[str]:
-    """Stems of the content words of `text`."""
-    return {stem(w) for w in content_words(text)}
+    """Stems of the content words of `text` (a new set: the caller may change it)."""
+    return set(_content_stems(text))
+
+
+@functools.lru_cache(maxsize=16384)
+def _content_stems(text: str) -> frozenset[str]:
+    # The relevance judge stems every candidate memory on every prompt; in the service the same
+    # memories come back prompt after prompt.
+    return frozenset(stem(w) for w in content_words(text))
 
 
 def strip_leading_markers(sentence: str) -> tuple[str, list[str]]:

@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 from octygraph.context import Context
 from octygraph.nodes._common import timed, tool_call
 from octygraph.state import PipelineState, Record
-from octygraph.store import GraphStore
+from octygraph.store import GraphStore, Node
 from octygraph.tools.ops import to_record
 
 PREFETCH_KEEP = 15
@@ -39,6 +39,30 @@ def template_key(content: str) -> str:
     text = _NAME.sub("<name>", content.strip())
     text = _NUMBER.sub("<n>", text)
     return re.sub(r"\s+", " ", text).casefold()
+
+
+_GLOBAL_RULES: dict[str, tuple[tuple[str, tuple[int, int, int]], list[Node]]] = {}
+"""Per database: the global instructions and the revision they were read at."""
+
+
+def _global_instructions(store: GraphStore) -> list[Node]:
+    """Every current instruction with scope >= GLOBAL_SCOPE_MIN (up to GLOBAL_POOL), newest first.
+
+    The resident service asks for them on every prompt; they are read again only when the database
+    changed (several hundred rows at 20,000 memories, a few ms each time).
+    """
+    key = (store.location, store.revision())
+    cached = _GLOBAL_RULES.get(key[0])
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    nodes = store.list_nodes(
+        types=["instruction"],
+        min_scope=GLOBAL_SCOPE_MIN,
+        limit=GLOBAL_POOL,
+        include_superseded=False,
+    )
+    _GLOBAL_RULES[key[0]] = (key, nodes)
+    return nodes
 
 
 def _nets(store: GraphStore, prompt: str) -> tuple[list[Record], dict[str, int]]:
@@ -72,12 +96,7 @@ def _nets(store: GraphStore, prompt: str) -> tuple[list[Record], dict[str, int]]
 
     # 3. Global instructions: every current one, read by scope rather than by nearness, so none is
     # lost among 20,000 memories; the relevance model decides which apply to this prompt's topic.
-    global_nodes = store.list_nodes(
-        types=["instruction"],
-        min_scope=GLOBAL_SCOPE_MIN,
-        limit=GLOBAL_POOL,
-        include_superseded=False,
-    )
+    global_nodes = _global_instructions(store)
     cosines = store.cosines(qvec, [n.id for n in global_nodes])
     global_nodes = sorted(global_nodes, key=lambda n: -cosines.get(n.id, 0.0))[:GLOBAL_LIMIT]
     records += [

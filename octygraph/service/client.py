@@ -27,7 +27,6 @@ import time
 # The C modules, not `socket` and `base64` (their enums and regexes cost a few ms on every prompt).
 from _socket import AF_UNIX, SOCK_STREAM
 from _socket import socket as unix_socket
-from collections.abc import Mapping
 
 from octygraph.service import protocol
 
@@ -35,6 +34,7 @@ from octygraph.service import protocol
 # Nor pathlib: the warm path works on string paths; `Path` is imported where one is made.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
     from typing import Any, Literal
 

@@ -13,19 +13,19 @@ or `{"status": "error", "message": ...}`. `{"op": "status"}` answers the service
 
 from __future__ import annotations
 
-import json
 import os
 import struct
-from collections.abc import Mapping
 
 import octygraph
 from octygraph import setting_table as table
 
 # Not `typing.TYPE_CHECKING`: importing typing costs the hook client milliseconds on every prompt.
 # Nor pathlib at import time (it brings re, fnmatch and urllib.parse): the warm hook path works on
-# strings (`home_dir`, `socket_path`), and `Path` is imported where one is made.
+# strings (`home_dir`, `socket_path`), and `Path` is imported where one is made. Nor `json` (it brings
+# re and enum, several ms a prompt): frames go through its C half, `_json`, below.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
     from typing import Any
 
@@ -186,11 +186,51 @@ def package_version() -> str:
     return f"{octygraph.__version__}+{newest}"
 
 
+class _Plain:
+    """The options `_json.make_scanner` reads from a decoder: those of a plain `json.loads`."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.get
+
+
+def _unencodable(value: object) -> object:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _json_codec() -> tuple[Any, Any]:
+    """(encode, scan): `json.dumps(..., ensure_ascii=False, separators=(",", ":"))` and `json.loads`,
+    from the C accelerator `json` itself uses; `json` where a Python has no `_json`."""
+    try:
+        import _json
+    except ImportError:  # pragma: no cover (CPython has it)
+        import json
+
+        return (
+            lambda obj: json.dumps(obj, ensure_ascii=False, separators=(",", ":")),
+            lambda text: (json.loads(text), len(text)),
+        )
+
+    def dumps(obj: object) -> str:
+        # A new encoder each time, as `json.dumps` makes: its dict of markers must start empty.
+        make = _json.make_encoder(
+            {}, _unencodable, _json.encode_basestring, None, ":", ",", False, False, True
+        )
+        return "".join(make(obj, 0))
+
+    scan = _json.make_scanner(_Plain())  # type: ignore[arg-type]  # it reads the attributes only
+    return (dumps, lambda text: scan(text, 0))
+
+
+_ENCODE, _SCAN = _json_codec()
+
+
 def encode(message: Mapping[str, Any]) -> bytes:
     """One frame: length prefix and compact JSON."""
-    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode(
-        "utf-8", "surrogatepass"
-    )
+    body = _ENCODE(message).encode("utf-8", "surrogatepass")
     if len(body) > MAX_FRAME:
         raise ProtocolError(f"A message of {len(body)} bytes is larger than {MAX_FRAME}.")
     return HEADER.pack(len(body)) + body
@@ -207,9 +247,14 @@ def frame_size(header: bytes) -> int:
 def decode(body: bytes) -> dict[str, Any]:
     """The JSON object in a frame body."""
     try:
-        data = json.loads(body.decode("utf-8", "surrogatepass"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        text = body.decode("utf-8", "surrogatepass").strip(" \t\n\r")
+        data, end = _SCAN(text)
+    except StopIteration as stop:  # the scanner's "nothing parsable at this index"
+        raise ProtocolError(f"A frame is not JSON (at character {stop.value}).") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ProtocolError(f"A frame is not JSON: {exc}") from None
+    if end != len(text):
+        raise ProtocolError(f"A frame is not JSON: extra data at character {end}.")
     if not isinstance(data, dict):
         raise ProtocolError("A frame is not a JSON object.")
     return data

@@ -57,6 +57,8 @@ from octygraph.store.versions import release_replaced
 # FTS5 preselects this many keyword candidates per requested one (at least BM25_MIN_RESCORE) for rescoring.
 BM25_RESCORE_FACTOR = 3
 BM25_MIN_RESCORE = 300
+MAX_READ_NODES = 20_000
+"""Nodes a long-lived store keeps from its reads until the database changes (see get_nodes)."""
 
 _STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does doing for from had has have he her hers him
@@ -119,6 +121,8 @@ class MemoryStore(StoreBase):
         self._conn = conn
         self._lock = threading.RLock()
         self._vector_cache: VectorCache | None = None
+        self._read_nodes: dict[str, Node] = {}
+        self._read_at: tuple[int, int] | None = None
         self.read_only = False
 
     def enable_vector_cache(self) -> None:
@@ -623,14 +627,38 @@ class MemoryStore(StoreBase):
             return []
         out: dict[str, Node] = {}
         with self._lock:
-            for start in range(0, len(ids), 500):
-                part = ids[start : start + 500]
+            known = self._nodes_read_since_last_change()
+            if known:
+                out = {i: known[i] for i in ids if i in known}
+            wanted = [i for i in ids if i not in out]
+            for start in range(0, len(wanted), 500):
+                part = wanted[start : start + 500]
                 marks = ",".join("?" * len(part))
                 for row in self._conn.execute(
                     f"SELECT {_NODE_COLS} FROM nodes WHERE id IN ({marks})", part
                 ):
                     out[row[0]] = _row_to_node(row)
+            if known is not None:
+                known.update(out)
         return [out[i] for i in ids if i in out]
+
+    def _nodes_read_since_last_change(self) -> dict[str, Node] | None:
+        """The nodes this connection read since the database last changed; caller locks.
+
+        Only with the vector cache on (the service, where every prompt loads hundreds of the same
+        nodes), and never inside a transaction, whose reads see its own uncommitted writes.
+        """
+        cache = self._vector_cache
+        if cache is None or self._conn.in_transaction:
+            return None
+        # As the vector cache: another connection's commit moves data_version, ours the write count.
+        key = (
+            int(self._conn.execute("PRAGMA data_version").fetchone()[0]),
+            write_count(cache.path),
+        )
+        if key != self._read_at or len(self._read_nodes) > MAX_READ_NODES:
+            self._read_nodes, self._read_at = {}, key
+        return self._read_nodes
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._lock:

@@ -1,0 +1,133 @@
+"""The retrieve half's checkpoints wait in memory until the answer is out, then reach `checkpoints.db`
+in full and in order; the run's own and the store half's are written as they happen (a resume needs them)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from octygraph.checkpoint_buffer import WriteBehindSaver
+from octygraph.persistence import make_serde
+from octygraph.runner import RunOptions, checkpoint_steps, replay, run_prompt
+from octygraph.services import open_store
+from octygraph.settings import Settings
+
+
+def _rows(db: Path, thread_id: str, retrieve: bool) -> int:
+    """Checkpoints of the run in the retrieve half's namespaces (or in the others)."""
+    if not db.exists():
+        return 0
+    with sqlite3.connect(db) as conn:
+        try:
+            namespaces = [
+                ns
+                for (ns,) in conn.execute(
+                    "SELECT checkpoint_ns FROM checkpoints WHERE thread_id = ?", (thread_id,)
+                )
+            ]
+        except sqlite3.OperationalError:  # no table yet
+            return 0
+    return sum(ns.startswith("retrieve:") == retrieve for ns in namespaces)
+
+
+def test_answer_comes_before_the_checkpoints_and_replay_still_works(home: Path) -> None:
+    settings = Settings.from_env()
+    db = settings.paths.checkpoints
+    seen_at_answer: list[int] = []
+
+    async def on_answer(early: dict[str, Any]) -> None:
+        seen_at_answer.append(_rows(db, early["trace_id"], retrieve=True))
+
+    with open_store(settings) as store:
+        asyncio.run(
+            run_prompt("Maria owns the billing service", settings, store, RunOptions(offline=True))
+        )
+        result = asyncio.run(
+            run_prompt(
+                "Who owns the billing service?",
+                settings,
+                store,
+                RunOptions(offline=True),
+                on_answer=on_answer,
+            )
+        )
+        assert "Maria owns the billing service" in result["context"]
+        assert seen_at_answer == [0]  # nothing of the retrieve half written while the user waited
+        assert _rows(db, result["trace_id"], retrieve=True) > 0  # all of it once the run ended
+        assert _rows(db, result["trace_id"], retrieve=False) > 0
+        steps = asyncio.run(checkpoint_steps(settings, result["trace_id"]))
+        assert any(sorted(s["next"]) == ["retrieve", "store"] for s in steps), steps
+        replayed = asyncio.run(replay(result["trace_id"], settings, store))
+        assert replayed["same"] and replayed["context"] == result["context"]
+
+
+def _config(checkpoint_id: str | None = None, ns: str = "retrieve:1") -> dict[str, Any]:
+    configurable = {"thread_id": "t", "checkpoint_ns": ns}
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+def _checkpoint(checkpoint_id: str, value: int, saver: WriteBehindSaver) -> dict[str, Any]:
+    version = saver.get_next_version(None, None)
+    return {
+        "v": 1,
+        "id": checkpoint_id,
+        "ts": "2026-11-23T00:00:00+00:00",
+        "channel_values": {"count": value},
+        "channel_versions": {"count": version},
+        "versions_seen": {},
+        "pending_sends": [],
+        "updated_channels": ["count"],
+    }
+
+
+def test_buffered_writes_reach_the_target_in_order_then_write_through() -> None:
+    async def scenario() -> None:
+        target = InMemorySaver(serde=make_serde())
+        opened: list[int] = []
+
+        async def open_target() -> InMemorySaver:
+            opened.append(1)
+            return target
+
+        saver = WriteBehindSaver(open_target, make_serde(), defer=lambda ns: ns == "retrieve:1")
+        first = _checkpoint("1", 1, saver)
+        config = await saver.aput(_config(), first, {"step": 0}, first["channel_versions"])  # type: ignore[arg-type]
+        await saver.aput_writes(config, [("count", 2)], "task-a")
+        # Reads see the buffered checkpoint; the target has nothing and is not even open yet.
+        buffered = await saver.aget_tuple(_config())
+        assert buffered is not None and buffered.checkpoint["channel_values"] == {"count": 1}
+        assert buffered.pending_writes == [("task-a", "count", 2)]
+        assert opened == [] and await target.aget_tuple(_config()) is None
+        # Another namespace goes straight through (the run's own steps, the store half).
+        other = _checkpoint("9", 9, saver)
+        await saver.aput(_config(ns=""), other, {"step": 0}, other["channel_versions"])  # type: ignore[arg-type]
+        assert opened == [1] and await target.aget_tuple(_config(ns="")) is not None
+        assert await target.aget_tuple(_config()) is None
+
+        await saver.flush()
+        on_disk = await target.aget_tuple(_config())
+        assert on_disk is not None and on_disk.checkpoint["id"] == "1"
+        assert on_disk.pending_writes == [("task-a", "count", 2)]
+
+        # After the flush a write goes straight through, with its parent kept.
+        second = _checkpoint("2", 2, saver)
+        await saver.aput(_config("1"), second, {"step": 1}, second["channel_versions"])  # type: ignore[arg-type]
+        latest = await target.aget_tuple(_config())
+        assert latest is not None and latest.checkpoint["id"] == "2"
+        assert latest.parent_config is not None
+        assert latest.parent_config["configurable"]["checkpoint_id"] == "1"
+        await saver.flush()  # idempotent
+        assert opened == [1]
+        assert [t.checkpoint["id"] async for t in saver.alist(_config())] == ["2", "1"]
+        everything = {
+            t.checkpoint["id"] async for t in saver.alist({"configurable": {"thread_id": "t"}})
+        }
+        assert everything == {"1", "2", "9"}
+
+    asyncio.run(scenario())

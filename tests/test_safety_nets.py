@@ -1,0 +1,37 @@
+"""The global-instruction net reads the rules once per change of the database, and sees every change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from octygraph.nodes.safety_nets import _global_instructions
+from octygraph.services import open_store
+from octygraph.settings import Settings
+
+
+def _contents(store: object) -> set[str]:
+    return {n.content for n in _global_instructions(store)}  # type: ignore[arg-type]
+
+
+def test_global_rules_are_read_again_after_any_write(home: Path) -> None:
+    settings = Settings.from_env(project_id="rules")
+    with open_store(settings) as store, open_store(settings) as other:
+        store.add_node("instruction", "Always run the tests before deploying", scope=1.0)
+        store.add_node("instruction", "Use tabs in the Makefile", scope=0.2)  # not global
+        assert _contents(store) == {"Always run the tests before deploying"}
+        unchanged = _global_instructions(store)
+        assert _global_instructions(store) is unchanged  # nothing changed: not read again
+
+        store.add_node("instruction", "Never push to main directly", scope=0.9)  # this connection
+        assert "Never push to main directly" in _contents(store)
+        other.add_node("instruction", "Write commit messages in English", scope=1.0)  # another one
+        assert "Write commit messages in English" in _contents(store)
+        old = next(
+            n for n in _global_instructions(store) if n.content.startswith("Always run the tests")
+        )
+        other.supersede(old.id, "Always run the full test suite before deploying")
+        assert _contents(store) == {
+            "Always run the full test suite before deploying",
+            "Never push to main directly",
+            "Write commit messages in English",
+        }
