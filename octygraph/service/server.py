@@ -26,7 +26,7 @@ import stat
 import struct
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -305,10 +305,8 @@ class Service:
             self._handed[request_id] = None
             while len(self._handed) > HANDED_IDS:
                 self._handed.popitem(last=False)
-        self.active += 1
 
         async def work() -> None:
-            after: After | None = None
             try:
                 answer, after = await self._hook(message)
                 if answer.get("status") != "ok":
@@ -318,14 +316,24 @@ class Service:
             except Exception:
                 self.failures += 1
                 log.exception("hand-off failed")
+
+        self._start_counted(work())
+        return True
+
+    def _start_counted(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` as a task counted as active, so a shutdown waits for it (and idling does not start)."""
+        self.active += 1
+
+        async def counted() -> None:
+            try:
+                await work
             finally:
                 self.active -= 1
                 self.last_activity = time.monotonic()
 
-        task = asyncio.create_task(work())
+        task = asyncio.create_task(counted())
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-        return True
 
     def drain_spool(self) -> int:
         """Start the hand-off requests that hooks left in the spool folder when no service took them."""
@@ -362,7 +370,6 @@ class Service:
         Started once the service answers, so the first prompt never waits for it; counted as active so
         a shutdown lets the current one end.
         """
-        self.active += 1
 
         async def work() -> None:
             try:
@@ -375,13 +382,8 @@ class Service:
                 self.resumed += sum(o.status == "resumed" for o in outcomes)
             except Exception:
                 log.exception("resuming unfinished runs failed")
-            finally:
-                self.active -= 1
-                self.last_activity = time.monotonic()
 
-        task = asyncio.create_task(work())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._start_counted(work())
 
     async def _hook(self, message: dict[str, Any]) -> tuple[dict[str, Any], After | None]:
         received = time.monotonic()
