@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from octygraph.settings import Settings
 from octygraph.store import MemoryStore
 from tests.conftest import cli_json
 from tests.fakes import ParseFailure, ScriptedChatModel, tool_calls_message
-from tests.llm_server import error_reply, openai_server, text_reply, tool_reply
+from tests.llm_server import Reply, error_reply, openai_server, text_reply, tool_reply
 
 
 def _system(messages: list[BaseMessage]) -> str:
@@ -513,18 +514,14 @@ def test_the_answer_does_not_wait_for_the_store_half(
 STORE_CALL_S = 1.5
 
 
-def _cli_router(body: dict[str, Any]) -> Any:
-    """Answers the CLI run of `test_cli_run_prints_the_context_before_the_store_half_ends`: a quick
-    retrieval, a store agent that takes `STORE_CALL_S` per call."""
+def tell_and_ask(body: dict[str, Any], told: str, store_agent: Callable[[bool], Reply]) -> Reply:
+    """The loopback model for a prompt that tells `told` and asks who handles Anderson: a quick
+    retrieval, curation that keeps every assembled record, and the store agent's replies from
+    `store_agent` (called with whether the write's tool result is back)."""
     system = body["messages"][0]["content"] if body["messages"][0]["role"] == "system" else ""
-    told = "Lisa handles the Zephyr account"
     if system.startswith(prompts.CLASSIFY_SYSTEM[:60]):
-        return tool_reply(
-            (
-                "Classification",
-                ASK.model_dump(mode="json") | {"operations": {"retrieve": True, "store": True}},
-            )
-        )
+        ops = {"operations": {"retrieve": True, "store": True}}
+        return tool_reply(("Classification", ASK.model_dump(mode="json") | ops))
     if system.startswith(prompts.PLAN_SYSTEM[:60]):
         steps = [{"tool": "search_facts", "args": {"query": "who handles Anderson"}}]
         return tool_reply(("RetrievalPlan", {"complexity": "SIMPLE_FACT", "steps": steps}))
@@ -534,16 +531,27 @@ def _cli_router(body: dict[str, Any]) -> Any:
     if system.startswith(prompts.INSTRUCTIONS_SYSTEM[:60]):
         return tool_reply(("InstructionList", {"instructions": []}))
     if system.startswith(prompts.STORE_SYSTEM[:60]):
-        if body["messages"][-1]["role"] == "tool":
+        return store_agent(body["messages"][-1]["role"] == "tool")
+    if system.startswith(prompts.CURATE_SYSTEM[:60]):
+        user = body["messages"][-1]["content"]
+        return text_reply("\n".join(x[2:] for x in user.splitlines() if x.startswith("- ")))
+    return text_reply("")
+
+
+def _cli_router(body: dict[str, Any]) -> Reply:
+    """Answers the CLI run of `test_cli_run_prints_the_context_before_the_store_half_ends`: a quick
+    retrieval, a store agent that takes `STORE_CALL_S` per call."""
+    told = "Lisa handles the Zephyr account"
+
+    def slow_store_agent(wrote: bool) -> Reply:
+        if wrote:
             reply = tool_reply(("done", {"stored_count": 1}))
         else:
             reply = tool_reply(("store_memory", {"type": "fact", "content": told}))
         reply.delay_s = STORE_CALL_S
         return reply
-    if system.startswith(prompts.CURATE_SYSTEM[:60]):
-        user = body["messages"][-1]["content"]
-        return text_reply("\n".join(x[2:] for x in user.splitlines() if x.startswith("- ")))
-    return text_reply("")
+
+    return tell_and_ask(body, told, slow_store_agent)
 
 
 def test_cli_run_prints_the_context_before_the_store_half_ends(home: Path) -> None:

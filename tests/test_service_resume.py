@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from octygraph import inflight, prompts
+from octygraph import inflight
 from octygraph.settings import Settings
-from tests.llm_server import Reply, openai_server, text_reply, tool_reply
-from tests.test_pipeline_llm import ASK
+from tests.llm_server import Reply, openai_server, tool_reply
+from tests.test_pipeline_llm import tell_and_ask
 from tests.test_service import Env, _nodes, env  # noqa: F401  (env: the fixture)
 
 TOLD = "Lisa handles the Zephyr account"
@@ -39,32 +39,17 @@ class Router:
         self._lock = threading.Lock()
 
     def __call__(self, body: dict[str, Any]) -> Reply:
-        first = body["messages"][0]
-        system = first["content"] if first["role"] == "system" else ""
-        if system.startswith(prompts.CLASSIFY_SYSTEM[:60]):
-            ops = {"operations": {"retrieve": True, "store": True}}
-            return tool_reply(("Classification", ASK.model_dump(mode="json") | ops))
-        if system.startswith(prompts.PLAN_SYSTEM[:60]):
-            steps = [{"tool": "search_facts", "args": {"query": "who handles Anderson"}}]
-            return tool_reply(("RetrievalPlan", {"complexity": "SIMPLE_FACT", "steps": steps}))
-        if system.startswith(prompts.FILTER_SYSTEM[:60]):
-            item = {"type": "fact", "content": TOLD}
-            return tool_reply(("StorageDecision", {"store": True, "items": [item]}))
-        if system.startswith(prompts.INSTRUCTIONS_SYSTEM[:60]):
-            return tool_reply(("InstructionList", {"instructions": []}))
-        if system.startswith(prompts.STORE_SYSTEM[:60]):
-            with self._lock:
-                self.store_calls += 1
-            if body["messages"][-1]["role"] != "tool":
-                return tool_reply(("store_memory", {"type": "fact", "content": TOLD}))
-            if not self.hanging.is_set():
-                self.hanging.set()
-                self.release.wait(120)  # the service is killed meanwhile
-            return tool_reply(("done", {"stored_count": 1}))
-        if system.startswith(prompts.CURATE_SYSTEM[:60]):
-            user = body["messages"][-1]["content"]
-            return text_reply("\n".join(x[2:] for x in user.splitlines() if x.startswith("- ")))
-        return text_reply("")
+        return tell_and_ask(body, TOLD, self._store_agent)
+
+    def _store_agent(self, wrote: bool) -> Reply:
+        with self._lock:
+            self.store_calls += 1
+        if not wrote:
+            return tool_reply(("store_memory", {"type": "fact", "content": TOLD}))
+        if not self.hanging.is_set():
+            self.hanging.set()
+            self.release.wait(120)  # the service is killed meanwhile
+        return tool_reply(("done", {"stored_count": 1}))
 
 
 def _settings(e: Env, project: str = "alpha") -> Settings:
