@@ -117,17 +117,19 @@ class MemoryStore(StoreBase):
 
     def __init__(self, path: Path, embedder: Embedder, conn: Any) -> None:
         self.path = path
+        # Resolved once: the key of this process's vector cache and count of commits to the file.
+        self._file = str(path.resolve())
         self.embedder = embedder
         self._conn = conn
         self._lock = threading.RLock()
         self._vector_cache: VectorCache | None = None
         self._read_nodes: dict[str, Node] = {}
-        self._read_at: tuple[int, int] | None = None
+        self._read_at: tuple[int, int, int] | None = None
         self.read_only = False
 
     def enable_vector_cache(self) -> None:
         """Serve vector searches from an in-memory matrix (for long-running processes; see vector_cache)."""
-        self._vector_cache = cache_for(str(self.path.resolve()))
+        self._vector_cache = cache_for(self._file)
 
     def content_vectors(self, limit: int) -> list[tuple[str, np.ndarray]]:
         """Current memories' text with the vector stored for it, newest first (to seed caches)."""
@@ -153,7 +155,7 @@ class MemoryStore(StoreBase):
         """Changes whenever the database may have changed, as seen through this store's connection."""
         with self._lock:
             version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
-        return id(self._conn), version, write_count(str(self.path.resolve()))
+        return id(self._conn), version, write_count(self._file)
 
     @property
     def location(self) -> str:
@@ -364,7 +366,7 @@ class MemoryStore(StoreBase):
                 raise
             else:
                 conn.execute("COMMIT")
-                note_write(str(self.path.resolve()))
+                note_write(self._file)
 
     def meta(self) -> dict[str, str]:
         with self._lock:
@@ -648,14 +650,9 @@ class MemoryStore(StoreBase):
         Only with the vector cache on (the service, where every prompt loads hundreds of the same
         nodes), and never inside a transaction, whose reads see its own uncommitted writes.
         """
-        cache = self._vector_cache
-        if cache is None or self._conn.in_transaction:
+        if self._vector_cache is None or self._conn.in_transaction:
             return None
-        # As the vector cache: another connection's commit moves data_version, ours the write count.
-        key = (
-            int(self._conn.execute("PRAGMA data_version").fetchone()[0]),
-            write_count(cache.path),
-        )
+        key = self.revision()
         if key != self._read_at or len(self._read_nodes) > MAX_READ_NODES:
             self._read_nodes, self._read_at = {}, key
         return self._read_nodes
