@@ -247,9 +247,8 @@ async def run_prompt(
                                 answered = True
                                 if recording is not None:
                                     await asyncio.shield(recording)
-                                if (
-                                    ctx.deadline is not None
-                                ):  # the store half is off the critical path
+                                # The store half is off the critical path: it gets a grace period.
+                                if ctx.deadline is not None:
                                     scope.reschedule(ctx.deadline + STORE_GRACE_S)
                                 early = {**seen, "timings_ms": _total(seen, started)}
                                 await on_answer(
