@@ -106,11 +106,13 @@ async def _settle(
         async with stores(settings) as store:
             return await resume_run(record, settings, store)
     except Exception as exc:
-        reason = f"resume failed ({type(exc).__name__}: {exc})"[:300]
-        if isinstance(exc, TimeoutError):
-            reason = "resume stopped at its deadline"
-        _note_dropped(settings, record, settings.redact(reason))
-        return Outcome(record.trace_id, "dropped", settings.redact(reason))
+        reason = settings.redact(
+            "resume stopped at its deadline"
+            if isinstance(exc, TimeoutError)
+            else f"resume failed ({type(exc).__name__}: {exc})"[:300]
+        )
+        _note_dropped(settings, record, reason)
+        return Outcome(record.trace_id, "dropped", reason)
 
 
 def _context(
@@ -130,9 +132,8 @@ def _context(
     offline = bool(options.get("offline"))
     try:
         return make_context(settings, store, offline=offline, **fields)
-    except (
-        LLMConfigError
-    ) as exc:  # e.g. the key was in the hook's shell only: store without the model
+    except LLMConfigError as exc:
+        # E.g. the key was in the hook's shell only: store without the model.
         log.info("resuming %s offline: %s", record.trace_id, exc)
         return make_context(settings, store, offline=True, **fields)
 
