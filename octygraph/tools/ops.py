@@ -28,6 +28,10 @@ class ToolResult:
     records: list[MemoryRecord] = field(default_factory=list)
 
 
+Artifact = tuple[str, list[MemoryRecord]]
+"""What a tool returns with response_format="content_and_artifact": `ToolResult` as a pair."""
+
+
 def to_record(
     node: Node,
     via: str,

@@ -10,10 +10,8 @@ from langchain_core.tools import tool
 from langgraph.prebuilt import ToolRuntime
 
 from octygraph.context import Context
-from octygraph.state import MemoryRecord
 from octygraph.tools import ops
-
-Artifact = tuple[str, list[MemoryRecord]]
+from octygraph.tools.ops import Artifact
 
 
 def _out(result: ops.ToolResult) -> Artifact:

@@ -10,10 +10,8 @@ from langchain_core.tools import tool
 from langgraph.prebuilt import ToolRuntime
 
 from octygraph.context import Context
-from octygraph.state import MemoryRecord
 from octygraph.tools import writes
-
-Artifact = tuple[str, list[MemoryRecord]]
+from octygraph.tools.ops import Artifact
 
 
 def _grounding(runtime: ToolRuntime[Context]) -> str:
