@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from octygraph.heuristics import filter_storage
+from octygraph.heuristics.storage import recorded_rules
 from octygraph.judgement.gate import storage_gate
 from octygraph.judgement.relevance import MemoryText, relevance_model
 from octygraph.judgement.segments import segments
@@ -101,6 +102,46 @@ def test_an_explicit_standing_rule_is_kept_even_with_a_quoted_question(
     message: str, expected: str
 ) -> None:
     assert any(expected in text for text in stored_texts(message))
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (
+            "keep every hook in its own file under src/hooks. add a cursor rule recording this "
+            "preference. then bump the version",
+            ["Keep every hook in its own file under src/hooks."],
+        ),
+        (
+            "add a rule that says feature flags are removed within two releases",
+            ["Feature flags are removed within two releases"],
+        ),
+        (
+            "make sure the rule mentions that generated clients are never edited by hand",
+            ["Generated clients are never edited by hand"],
+        ),
+        ("we squash merge everything. put that in CLAUDE.md", ["We squash merge everything."]),
+    ],
+)
+def test_a_rule_the_user_asks_to_have_written_down_is_stored(
+    message: str, expected: list[str]
+) -> None:
+    assert stored_texts(message) == expected
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "fix the rule that parses the date header",
+        "rename the helper. add a test for this.",
+        "update the lint rule for this file to allow any",
+        "rename the helper. document this.",
+    ],
+)
+def test_rules_in_the_code_and_other_requests_about_this_are_not_recorded_rules(
+    message: str,
+) -> None:
+    assert recorded_rules([s.text for s in segments(message)]) == ({}, set())
 
 
 def test_a_mixed_prompt_stores_only_its_durable_part() -> None:

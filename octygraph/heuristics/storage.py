@@ -66,6 +66,58 @@ def explicit_rule(text: str) -> bool:
     return EXPLICIT_RULE.search(_QUOTED.sub(" ", text.strip())) is not None
 
 
+_RULE_PLACE: Final = (
+    r"(?:(?:cursor\s+|team\s+|project\s+|new\s+)?(?:rule|guideline|convention|preference|principle)s?"
+    r"|claude\.md|agents\.md|contributing(?:\.md)?|\.cursorrules)"
+)
+_LEAD: Final = r"^(?:(?:also|and|please|then|now|ok|okay|so|pls)[,\s]+)*"
+_POINTER: Final = (
+    r"(?:this|that|these|it)(?:\s+(?:preference|convention|rule|principle|one))?\s*(?:[.,;!]|$)"
+)
+RECORD_THIS: Final = _rx(
+    rf"""\b(?:record|document|capture|note|save|remember|write\s+down|add|put|keep)\w*\s+
+        (?:this|that|these|it)\s+(?:as\s+(?:a|an|our)\s+|(?:in|to|into)\s+(?:the\s+|our\s+|a\s+)?)
+        {_RULE_PLACE}\b
+    | \b(?:recording|documenting|capturing|noting)\s+(?:this|that|these)\s+{_RULE_PLACE}\b
+    | \b(?:add|create|make|write|put|save|update)\b[^.?!]{{0,60}}?\b{_RULE_PLACE}\b[^.?!]{{0,40}}?
+        \b(?:recording|documenting|capturing|for|about)\s+{_POINTER}
+    | {_LEAD}remember\s+(?:this|that)\s*[.!]?$"""
+)
+"""A request to write down what the user just said as a standing rule: "add a cursor rule recording
+this preference", "put that in CLAUDE.md", "please remember that"."""
+RULE_CONTENT: Final = _rx(
+    rf"""{_LEAD}(?:
+        (?:add|create|write|make|put|start)\s+(?:a|an|another|the)?\s*(?:new\s+)?{_RULE_PLACE}
+            \s+(?:entry\s+)?(?:that\s+(?:says|states|mentions)(?:\s+that)?|that|saying|stating|to\s+say)
+        | make\s+sure\s+(?:the|that|this|our)\s+{_RULE_PLACE}\s+
+            (?:says|states|mentions|explains|includes|notes)\s+that
+    )\s+(?!(?:is|are|was|were|does|do|has|have|will|can|would|should|only|also|checks?|matches|
+        catches|flags|runs|applies|enforces|allows|prevents)\b)(?P<content>\S.{{10,}})$"""
+)
+"""A request to record a rule whose content it states: "add a rule that X", "make sure the rule
+mentions that X"."""
+
+
+def recorded_rules(texts: Sequence[str]) -> tuple[dict[int, str], set[int]]:
+    """Segments the user asks to keep as a standing rule (by index, with the rule's words), and the
+    segments that only ask for it.
+
+    Asking for a rule to be written down (a cursor rule, a CLAUDE.md line) is as explicit as "from
+    now on": "add a rule that X" states the rule X; "... recording this preference" points back at
+    the segment before it, and is itself only a task.
+    """
+    rules: dict[int, str] = {}
+    requests: set[int] = set()
+    for i, text in enumerate(texts):
+        content = RULE_CONTENT.search(text.strip())
+        if content is not None:
+            rules[i] = text.strip()[content.start("content") :].rstrip(" .")
+        elif i > 0 and RECORD_THIS.search(text.strip()) and i - 1 not in rules:
+            rules[i - 1] = texts[i - 1].strip()
+            requests.add(i)
+    return rules, requests
+
+
 CODE: Final = _rx(
     r"""[{};]\s*$ | ^\s*(?:def|class|import|const|let|var|function|return|SELECT|INSERT)\s
     | ^\s*from\s+\S+\s+import\b | => | \)\s*\{ | ^\s*[$>]\s"""
@@ -286,16 +338,24 @@ def filter_storage(
     sentences = [analyze(verdict.text, today, gazetteer) for verdict in judged]
     # "Our CTO is Mina Okafor. She approves ..." : the second sentence is about Mina Okafor too.
     names = resolve_pronouns(sentences)
-    for verdict, sentence, entity_names in zip(judged, sentences, names, strict=True):
+    recorded, requests = recorded_rules([v.text for v in judged]) if not assistant else ({}, set())
+    for i, (verdict, sentence, entity_names) in enumerate(
+        zip(judged, sentences, names, strict=True)
+    ):
+        if i in requests:
+            skipped.append("asks to record a rule")
+            continue
+        if i in recorded and recorded[i] != verdict.text.strip():
+            sentence = analyze(recorded[i], today, gazetteer)
         refused = _refusal(sentence)
-        explicit = not assistant and explicit_rule(sentence.body)
+        explicit = not assistant and (i in recorded or explicit_rule(sentence.body))
         if refused or not (verdict.keep or explicit):
             skipped.append(refused or f"not durable (p={verdict.durable:.2f})")
             continue
         if len(items) >= MAX_ITEMS:
             skipped.append("item limit reached")
             break
-        kind = "rule" if explicit and not verdict.keep else verdict.kind
+        kind = "rule" if i in recorded or (explicit and not verdict.keep) else verdict.kind
         items.append(_item(sentence, entity_names, kind, classification, today, assistant, project))
     items = _dedup(items)
     if items:
