@@ -136,6 +136,7 @@ def test_a_rule_the_user_asks_to_have_written_down_is_stored(
         "rename the helper. add a test for this.",
         "update the lint rule for this file to allow any",
         "rename the helper. document this.",
+        "add the clone command. note that as a rule, we keep domain logic out of commands",
     ],
 )
 def test_rules_in_the_code_and_other_requests_about_this_are_not_recorded_rules(
@@ -233,6 +234,21 @@ def test_two_rules_that_differ_by_one_name_are_both_stored(home: Path) -> None:
 
     contents = asyncio.run(go())
     assert any("Dana" in c for c in contents) and any("Omar" in c for c in contents)
+
+
+def test_a_rule_asked_to_be_written_down_is_stored_by_the_pipeline(home: Path) -> None:
+    settings = Settings.from_env(project_id="recorded")
+    prompt = (
+        "keep every hook in its own file under src/hooks. add a cursor rule recording this "
+        "preference. then bump the version"
+    )
+
+    async def go() -> list[str]:
+        with open_store(settings) as store:
+            result = await run_prompt(prompt, settings, store, RunOptions(offline=True))
+            return [r["content"] for r in result["stored"]]
+
+    assert asyncio.run(go()) == ["Keep every hook in its own file under src/hooks."]
 
 
 def test_an_error_name_is_not_stored_as_an_entity(home: Path) -> None:

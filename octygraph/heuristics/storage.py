@@ -75,9 +75,9 @@ _POINTER: Final = (
     r"(?:this|that|these|it)(?:\s+(?:preference|convention|rule|principle|one))?\s*(?:[.,;!]|$)"
 )
 RECORD_THIS: Final = _rx(
-    rf"""\b(?:record|document|capture|note|save|remember|write\s+down|add|put|keep)\w*\s+
+    rf"""\b(?:record|document|capture|save|remember|write\s+down|add|put|keep)\w*\s+
         (?:this|that|these|it)\s+(?:as\s+(?:a|an|our)\s+|(?:in|to|into)\s+(?:the\s+|our\s+|a\s+)?)
-        {_RULE_PLACE}\b
+        {_RULE_PLACE}(?:\s+(?:file|too|as\s+well))?\s*[.!]?\s*$
     | \b(?:recording|documenting|capturing|noting)\s+(?:this|that|these)\s+{_RULE_PLACE}\b
     | \b(?:add|create|make|write|put|save|update)\b[^.?!]{{0,60}}?\b{_RULE_PLACE}\b[^.?!]{{0,40}}?
         \b(?:recording|documenting|capturing|for|about)\s+{_POINTER}
@@ -369,10 +369,13 @@ def filter_storage(
 
 
 def has_durable(message: str, *, assistant: bool = False) -> bool:
-    """Whether any segment of `message` passes the gate or states an explicit standing rule."""
-    return any(
-        v.keep or (not assistant and explicit_rule(v.text))
-        for v in _gate_verdicts(message, assistant)
+    """Whether any segment of `message` passes the gate, states an explicit standing rule, or is
+    a rule the user asks to have written down."""
+    verdicts = _gate_verdicts(message, assistant)
+    if assistant:
+        return any(v.keep for v in verdicts)
+    return any(v.keep or explicit_rule(v.text) for v in verdicts) or bool(
+        recorded_rules([v.text for v in verdicts])[0]
     )
 
 
