@@ -184,6 +184,7 @@ def test_first_person_memories_say_who_spoke() -> None:
         ("I really prefer vitest", "The user really prefers vitest"),
         ("I haven't enabled 2FA on npm", "The user hasn't enabled 2FA on npm"),
         ("I discuss releases on Mondays", "The user discusses releases on Mondays"),
+        ("keep the layout I laid out before", "Keep the layout the user laid out before"),
     ],
 )
 def test_first_person_verbs_agree_with_the_user(said: str, remembered: str) -> None:

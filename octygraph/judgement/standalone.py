@@ -28,6 +28,13 @@ _NOT_VERBS: Final = frozenset(
     "couldn't couldnt would wouldn't wouldnt will won't wont should shouldn't shouldnt must might may "
     "wasn't wasnt need think".split()
 )
+_IRREGULAR_PAST: Final = frozenset(
+    "laid said made got had did went told wrote written took taken left built found ran saw seen "
+    "knew known thought brought bought sent spent kept felt meant lost paid heard held led stood "
+    "understood began begun broke broken chose chosen drove forgot forgotten gave given grew came "
+    "became fell sold spoke spoken threw won wore".split()
+)
+"""Past forms that take no third-person "s" ("I laid out" -> "the user laid out")."""
 _ADVERBS: Final = (
     "always|never|also|usually|just|only|still|already|really|actually|mostly|generally"
 )
@@ -54,7 +61,9 @@ def _third_person(verb: str) -> str:
     if verb in _IRREGULAR:
         return _IRREGULAR[verb]
     already = verb.endswith("s") and not verb.endswith("ss")
-    if verb in _NOT_VERBS or "'" in verb or already or verb.endswith(("ed", "ll")):
+    if verb in _NOT_VERBS or verb in _IRREGULAR_PAST or "'" in verb or already:
+        return verb
+    if verb.endswith(("ed", "ll")):
         return verb
     if verb.endswith(("sh", "ch", "ss", "x", "o", "z")):
         return verb + "es"
