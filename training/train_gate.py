@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from octygraph.judgement.gate import GATE_FILE, KINDS, blend, gate_features
+from octygraph.judgement.gate import GATE_FILE, KINDS, blend, gate_features, judged_segments
 from octygraph.judgement.linear import Logistic, Mlp, save_logistic, save_mlp
 from octygraph.judgement.ngrams import N_FEATURES, hashed_ngrams
 from octygraph.judgement.segments import Segment, segments
@@ -105,10 +105,21 @@ def load_rows() -> list[Row]:
                 continue
             seen.add(key)
             source = item.get("source", "user")
-            machine = any(s.machine for s in segments(item["text"]))
+            # A reply line is judged as the gate sees it at run time: without its decoration, and a
+            # non-durable line of several sentences ("Sure! Let me do that.") as each of them.
+            segs = judged_segments(item["text"], assistant=source == "assistant")
+            prose = [s for s in segs if not s.machine]
+            if source == "assistant" and not item["durable"] and len(prose) > 1:
+                rows += [
+                    Row(s, False, None, source, item.get("category") or "other", item["text"])
+                    for s in prose
+                ]
+                continue
+            text = " ".join(s.text for s in prose) or item["text"]
+            machine = any(s.machine for s in segs)
             rows.append(
                 Row(
-                    Segment(item["text"], machine=machine),
+                    Segment(text, machine=machine),
                     bool(item["durable"]),
                     item.get("kind") if item["durable"] else None,
                     source,

@@ -17,6 +17,7 @@ from typing import Final
 
 import numpy as np
 
+from octygraph.judgement.decoration import plain_reply
 from octygraph.judgement.linear import (
     Logistic,
     Mlp,
@@ -48,6 +49,11 @@ class Judged:
     """rule, preference, fact, decision or plan (the most likely kind; meaningful when kept)."""
     keep: bool
     machine: bool = False
+
+
+def judged_segments(message: str, *, assistant: bool) -> list[Segment]:
+    """The units the gate judges; a reply is judged without its markdown decoration (`decoration`)."""
+    return segments(plain_reply(message) if assistant else message)
 
 
 def gate_features(segs: list[Segment], vectors: np.ndarray, *, assistant: bool) -> np.ndarray:
@@ -124,7 +130,7 @@ class StorageGate:
         return verdicts
 
     def _judge(self, message: str, assistant: bool) -> list[Judged]:
-        segs = segments(message)
+        segs = judged_segments(message, assistant=assistant)
         if not segs:
             return []
         prose = [i for i, s in enumerate(segs) if not s.machine]
