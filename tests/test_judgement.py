@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from octygraph.heuristics import filter_storage
-from octygraph.heuristics.storage import recorded_rules
-from octygraph.judgement.gate import storage_gate
+from octygraph.heuristics.storage import MAX_REPLY_ITEMS, recorded_rules
+from octygraph.judgement.decoration import strip_decoration
+from octygraph.judgement.gate import Judged, judged_segments, storage_gate
 from octygraph.judgement.relevance import MemoryText, relevance_model
 from octygraph.judgement.segments import segments
 from octygraph.judgement.standalone import standalone
@@ -202,6 +203,112 @@ def test_the_stop_hook_keeps_lasting_outcomes_not_narration() -> None:
     assert any("Postgres 16" in t or "Redis" in t for t in texts)
     assert stored_texts("Sure, I'll take a look at the file now.", assistant=True) == []
     assert stored_texts("You want the button to be bigger.", assistant=True) == []
+
+
+DECORATION = ("**", "✅", "🚀", "🔐", "[tool", "⏺")
+
+
+def test_a_reply_line_loses_its_decoration_and_a_prompt_is_left_as_typed() -> None:
+    assert strip_decoration("- ✅ **Deployed** the API to Render") == "Deployed the API to Render"
+    assert strip_decoration("[tool use] Bash: make test") == "Bash: make test"
+    assert strip_decoration("⏺ Read(setup.cfg)") == "Read(setup.cfg)"
+    assert strip_decoration("1. *Kept* `f(**kwargs)` and `__init__.py`") == (
+        "Kept `f(**kwargs)` and `__init__.py`"
+    )
+    assert strip_decoration("Moved DNS from GoDaddy → Route 53 🎉") == (
+        "Moved DNS from GoDaddy → Route 53"
+    )
+    prompt = "- **always** run the linter ✅\n- we deploy on fridays"
+    assert judged_segments(prompt, assistant=False) == segments(prompt)
+
+
+def test_a_decorated_summary_reply_stores_nothing() -> None:
+    reply = """## ✅ Done!
+
+Here's a summary of what I changed:
+
+### Changes
+- **`src/stores/basket.ts`**: extracted the price rounding into `roundCents()`
+- **`src/components/BasketRow.vue`**: the quantity stepper now disables at zero
+- ✅ Added six unit tests for the rounding edge cases
+- 🧹 Removed the unused `legacyTotals` helper
+
+**Result:** the basket logic is now far easier to follow and much less error-prone.
+
+**Tests:** `vitest run` → 58 passed, 0 failed ✔️
+
+`roundCents()` takes a float amount and returns integer cents, rounding half to even.
+
+**Next steps:**
+1. Wire the stepper into the mobile layout
+2. Consider memoising the totals
+
+You asked me to make the basket totals match the invoice PDF, and they do now.
+Would you like me to apply the same rounding to the refunds page? 😊"""
+    assert stored_texts(reply, assistant=True) == []
+
+
+@pytest.mark.parametrize(
+    ("reply", "outcome"),
+    [
+        (
+            "## Summary\n"
+            "- ✅ **Deployed** the `reminder-worker` service to Fly.io in the `ams` region\n"
+            "- 🧪 All 73 tests pass",
+            "Fly.io",
+        ),
+        (
+            "### What I did\n"
+            "* ✅ Applied the migration `0019_add_refund_reason` to the production Postgres "
+            "database `ledger-main`\n* The code is much cleaner now 🎉",
+            "ledger-main",
+        ),
+        (
+            "**Changes:**\n- Reworded the empty-state copy\n"
+            "- **Library:** chose `valibot` over `yup` for form validation, for its smaller bundle\n"
+            "- ✅ Lint and type checks are green\n\nShould I also update the signup form?",
+            "valibot",
+        ),
+    ],
+)
+def test_a_lasting_outcome_in_a_decorated_list_is_stored_without_the_decoration(
+    reply: str, outcome: str
+) -> None:
+    texts = stored_texts(reply, assistant=True)
+    assert any(outcome in t for t in texts), texts
+    assert all(mark not in t for t in texts for mark in DECORATION), texts
+    assert all(not t.lstrip().startswith(("-", "*", "#")) for t in texts), texts
+
+
+def test_a_tool_call_marked_line_is_not_stored_as_such() -> None:
+    reply = (
+        "[tool use] Bash: fly deploy --app reminder-worker\n"
+        "[tool use] Bash: alembic upgrade head\n"
+        "[tool use] Edit: billing/models.py\n"
+        "⏺ Update(src/components/BasketRow.vue)\n"
+        "I'll check the logs next."
+    )
+    assert stored_texts(reply, assistant=True) == []
+
+
+def test_one_reply_stores_at_most_a_few_items_the_most_probable_first() -> None:
+    # Five outcomes the gate would all keep: the verdicts are given, so the cap alone is under test.
+    outcomes = [
+        ("Deployed the `quotes-api` to Render as a web service in Frankfurt.", 0.91),
+        ("Applied the migration `0007_quotes_currency` to the database `quotes-db`.", 0.97),
+        ("Created the S3 bucket `quotes-pdf-archive` in eu-central-1 for the PDFs.", 0.88),
+        ("Moved the Mailgun API key into Doppler under the project `quotes`.", 0.99),
+        ("Set up a GitHub Actions workflow that runs the tests on every pull request.", 0.93),
+    ]
+    judged = [Judged(text, p, "fact", keep=True) for text, p in outcomes]
+    reply = "\n".join(f"- ✅ {text}" for text, _ in outcomes)
+    decision = filter_storage(reply, assistant=True, judged=judged, project="shopfront")
+    assert MAX_REPLY_ITEMS < len(outcomes)
+    surest = sorted(outcomes, key=lambda o: -o[1])[:MAX_REPLY_ITEMS]
+    expected = [text for text, _ in outcomes if (text, dict(outcomes)[text]) in surest]
+    assert [item.content for item in decision.items] == expected
+    # A user prompt is not capped this way.
+    assert len(filter_storage(reply, judged=judged, project="shopfront").items) == len(outcomes)
 
 
 def test_restatements_merge_but_a_different_name_or_number_does_not() -> None:

@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from octygraph.judgement.gate import GATE_FILE, KINDS, blend, gate_features
+from octygraph.judgement.gate import GATE_FILE, KINDS, blend, gate_features, judged_segments
 from octygraph.judgement.linear import Logistic, Mlp, save_logistic, save_mlp
 from octygraph.judgement.ngrams import N_FEATURES, hashed_ngrams
 from octygraph.judgement.segments import Segment, segments
@@ -42,6 +42,8 @@ from octygraph.judgement.shape import FEATURE_NAMES
 from training.common import HERE, embed, held_out, precision_recall, read_jsonl
 
 SETS = HERE / "storage"
+REPLY_SETS = frozenset({"assistant_reports.jsonl"})
+"""Sets in the decorated register of real replies: only the assistant network is fitted on them."""
 OUT = HERE.parent / "octygraph" / "data" / GATE_FILE
 REPORT = HERE / "gate_report.json"
 ALPHA_GRID = (0.003, 0.01, 0.03)
@@ -71,10 +73,17 @@ def _overlap(a: str, b: str) -> float:
     return len(ta & tb) / max(1, len(ta))
 
 
-def load_rows() -> list[Row]:
+def load_rows(*, replies: bool = True, skip: frozenset[str] = frozenset()) -> list[Row]:
+    """Every labelled segment of the sets (but the files in `skip`).
+
+    With `replies`, assistant lines are read as the gate reads a reply (`judged_segments`); without,
+    as plain sentences, the way the user network's data was always read.
+    """
     rows: list[Row] = []
     seen: set[str] = set()
     for path in sorted(SETS.glob("*.jsonl")):
+        if path.name in skip:
+            continue
         for item in read_jsonl(path):
             if (
                 "prompt" in item
@@ -105,10 +114,22 @@ def load_rows() -> list[Row]:
                 continue
             seen.add(key)
             source = item.get("source", "user")
-            machine = any(s.machine for s in segments(item["text"]))
+            # A reply line is judged as the gate sees it at run time: without its decoration, and a
+            # non-durable line of several sentences ("Sure! Let me do that.") as each of them.
+            as_reply = replies and source == "assistant"
+            segs = judged_segments(item["text"], assistant=as_reply)
+            prose = [s for s in segs if not s.machine]
+            if as_reply and not item["durable"] and len(prose) > 1:
+                rows += [
+                    Row(s, False, None, source, item.get("category") or "other", item["text"])
+                    for s in prose
+                ]
+                continue
+            text = " ".join(s.text for s in prose) if as_reply and prose else item["text"]
+            machine = any(s.machine for s in segs)
             rows.append(
                 Row(
-                    Segment(item["text"], machine=machine),
+                    Segment(text, machine=machine),
                     bool(item["durable"]),
                     item.get("kind") if item["durable"] else None,
                     source,
@@ -274,7 +295,9 @@ def main() -> int:
     )
     args = ap.parse_args()
 
-    rows = load_rows()
+    # The user network is fitted on the sets it always was, read as before, so that adding reply sets
+    # cannot move the user judgement; the assistant network (below) also reads the reply sets.
+    rows = load_rows(replies=False, skip=REPLY_SETS)
     if len(rows) < 200:
         raise SystemExit(f"Only {len(rows)} labelled segments in {SETS}; the set is missing.")
     x = features(rows)
@@ -342,10 +365,33 @@ def main() -> int:
     p_test = durable.proba(x[test])
     user_test = user[test]
     p_test[user_test] = blend(p_test[user_test], wording.proba(words[test & user]))
-    for s in ("user", "assistant"):
-        m_tr, m_te = sources[train] == s, sources[test] == s
-        cv = precision_recall(yt[m_tr], p_oof[m_tr] >= thresholds[s])
-        ho = precision_recall(y[test][m_te], p_test[m_te] >= thresholds[s])
+    # The assistant network: user prompts plus every assistant set, read as replies.
+    reply_rows = [r for r in rows if r.source == "user"] + [
+        r for r in load_rows(replies=True) if r.source == "assistant"
+    ]
+    xa = features(reply_rows)
+    ya = np.array([r.durable for r in reply_rows])
+    test_a = np.array([held_out(r.group) for r in reply_rows])
+    sources_a = np.array([r.source for r in reply_rows])
+    folds_a = _folds([r.group for r, t in zip(reply_rows, test_a, strict=True) if not t])
+    p_oof_a = out_of_fold(
+        functools.partial(_fit_durable, alpha=alpha), xa[~test_a], ya[~test_a], folds_a
+    )
+    own = sources_a[~test_a] == "assistant"
+    bars["assistant"] = bars_by_length(ya[~test_a][own], p_oof_a[own], args.max_false_store)
+    thresholds["assistant"] = bars["assistant"][0]
+    durable_assistant = _fit_durable(xa[~test_a], ya[~test_a], alpha)
+    p_test_a = durable_assistant.proba(xa[test_a])
+
+    figures = {
+        "user": (rows, y, train, test, sources, p_oof, p_test),
+        "assistant": (reply_rows, ya, ~test_a, test_a, sources_a, p_oof_a, p_test_a),
+    }
+    cats: dict[str, list[int]] = {}
+    for s, (s_rows, s_y, s_train, s_test, s_sources, s_oof, s_p_test) in figures.items():
+        m_tr, m_te = s_sources[s_train] == s, s_sources[s_test] == s
+        cv = precision_recall(s_y[s_train][m_tr], s_oof[m_tr] >= thresholds[s])
+        ho = precision_recall(s_y[s_test][m_te], s_p_test[m_te] >= thresholds[s])
         report["by_source"][s] = {
             "train_segments": int(m_tr.sum()),
             "held_out_segments": int(m_te.sum()),
@@ -354,15 +400,13 @@ def main() -> int:
             "held_out_precision": round(ho[0], 3),
             "held_out_recall": round(ho[1], 3),
         }
-    # Per negative category: how often the held-out part of it was wrongly kept (as one sentence).
-    cats: dict[str, list[int]] = {}
-    for i in np.flatnonzero(test):
-        r = rows[i]
-        if not r.durable:
-            keep = p_test[list(np.flatnonzero(test)).index(i)] >= thresholds[r.source]
-            cats.setdefault(f"{r.source}:{r.category}", [0, 0])
-            cats[f"{r.source}:{r.category}"][0] += int(keep)
-            cats[f"{r.source}:{r.category}"][1] += 1
+        # Per negative category: how often its held-out part was wrongly kept (as one sentence).
+        for n, i in enumerate(np.flatnonzero(s_test)):
+            r = s_rows[i]
+            if r.source == s and not r.durable:
+                cats.setdefault(f"{s}:{r.category}", [0, 0])
+                cats[f"{s}:{r.category}"][0] += int(s_p_test[n] >= thresholds[s])
+                cats[f"{s}:{r.category}"][1] += 1
     report["held_out_false_keeps"] = {k: f"{a}/{b}" for k, (a, b) in sorted(cats.items())}
     kind_test = test & y & np.array([r.kind in KINDS for r in rows])
     if kind_test.any():
@@ -376,6 +420,7 @@ def main() -> int:
         "feature_names": np.array(FEATURE_NAMES),
     }
     save_mlp(arrays, "durable", durable)
+    save_mlp(arrays, "durable_assistant", durable_assistant)
     save_logistic(arrays, "wording", wording)
     save_logistic(arrays, "kind", kind)
     args.out.parent.mkdir(parents=True, exist_ok=True)

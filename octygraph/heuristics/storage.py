@@ -44,6 +44,10 @@ def _rx(pattern: str) -> re.Pattern[str]:
 
 
 MAX_ITEMS: Final = 10
+MAX_REPLY_ITEMS: Final = 2
+"""At most this many items from one assistant reply, the most probable first: a long reply gives
+many chances to keep a line wrongly, and one reply rarely reports more lasting outcomes than this
+(measured on whole replies assembled from the training set: `training/reply_cap.py`)."""
 MIN_WORDS: Final = 3
 """A memory has a subject, a verb and something more ("We use pnpm")."""
 MAX_SENTENCES: Final = 40
@@ -333,7 +337,7 @@ def filter_storage(
     gazetteer = prompt_gazetteer(
         known_entities, classification.entities if classification is not None else ()
     )
-    items: list[StorageItem] = []
+    candidates: list[tuple[float, StorageItem]] = []
     skipped: list[str] = []
     sentences = [analyze(verdict.text, today, gazetteer) for verdict in judged]
     # "Our CTO is Mina Okafor. She approves ..." : the second sentence is about Mina Okafor too.
@@ -352,12 +356,14 @@ def filter_storage(
         if refused or not (verdict.keep or explicit):
             skipped.append(refused or f"not durable (p={verdict.durable:.2f})")
             continue
-        if len(items) >= MAX_ITEMS:
+        if len(candidates) >= MAX_ITEMS:
             skipped.append("item limit reached")
             break
         kind = "rule" if i in recorded or (explicit and not verdict.keep) else verdict.kind
-        items.append(_item(sentence, entity_names, kind, classification, today, assistant, project))
-    items = _dedup(items)
+        item = _item(sentence, entity_names, kind, classification, today, assistant, project)
+        candidates.append((verdict.durable, item))
+    cap = MAX_REPLY_ITEMS if assistant else MAX_ITEMS
+    items = _most_probable(_dedup(candidates), cap)
     if items:
         kinds = ", ".join(dict.fromkeys(item.type for item in items))
         reason = f"Telling something durable ({kinds})."
@@ -466,12 +472,18 @@ def _item(
     )
 
 
-def _dedup(items: list[StorageItem]) -> list[StorageItem]:
+def _most_probable(candidates: list[tuple[float, StorageItem]], cap: int) -> list[StorageItem]:
+    """The `cap` items the gate is surest of, in the order they were said."""
+    chosen = sorted(range(len(candidates)), key=lambda i: -candidates[i][0])[:cap]
+    return [candidates[i][1] for i in sorted(chosen)]
+
+
+def _dedup(candidates: list[tuple[float, StorageItem]]) -> list[tuple[float, StorageItem]]:
     seen: set[str] = set()
-    out: list[StorageItem] = []
-    for item in items:
+    out: list[tuple[float, StorageItem]] = []
+    for p, item in candidates:
         key = " ".join(item.content.lower().split()).rstrip(".!")
         if key not in seen:
             seen.add(key)
-            out.append(item)
+            out.append((p, item))
     return out

@@ -17,6 +17,7 @@ from typing import Final
 
 import numpy as np
 
+from octygraph.judgement.decoration import plain_reply
 from octygraph.judgement.linear import (
     Logistic,
     Mlp,
@@ -50,6 +51,11 @@ class Judged:
     machine: bool = False
 
 
+def judged_segments(message: str, *, assistant: bool) -> list[Segment]:
+    """The units the gate judges; a reply is judged without its markdown decoration (`decoration`)."""
+    return segments(plain_reply(message) if assistant else message)
+
+
 def gate_features(segs: list[Segment], vectors: np.ndarray, *, assistant: bool) -> np.ndarray:
     """The gate's input rows: the sentence vector, then the shape features."""
     shapes = np.stack(
@@ -78,9 +84,12 @@ class StorageGate:
         kind: Logistic,
         bars: dict[str, np.ndarray],
         embed: Embed,
+        durable_assistant: Mlp | None = None,
     ) -> None:
         self.durable = durable
-        """Durable or not, from the sentence vector and the shape features."""
+        """Durable or not, from the sentence vector and the shape features (user prompts)."""
+        self.durable_assistant = durable_assistant or durable
+        """The same for assistant replies, fitted also on replies in their decorated register."""
         self.wording = wording
         """Durable or not, from the hashed words and word pairs (`ngrams`); user prompts only."""
         self.kind = kind
@@ -107,6 +116,7 @@ class StorageGate:
             load_logistic(arrays, "kind"),
             bars,
             embed,
+            load_mlp(arrays, "durable_assistant"),
         )
 
     def judge(self, message: str, *, assistant: bool = False) -> list[Judged]:
@@ -124,7 +134,7 @@ class StorageGate:
         return verdicts
 
     def _judge(self, message: str, assistant: bool) -> list[Judged]:
-        segs = segments(message)
+        segs = judged_segments(message, assistant=assistant)
         if not segs:
             return []
         prose = [i for i, s in enumerate(segs) if not s.machine]
@@ -136,7 +146,7 @@ class StorageGate:
         chosen = [segs[i] for i in prose]
         vectors = self._embed([s.text for s in chosen])
         rows = gate_features(chosen, vectors, assistant=assistant)
-        p_durable = self.durable.proba(rows)
+        p_durable = (self.durable_assistant if assistant else self.durable).proba(rows)
         if not assistant:  # the wording model is fitted on user prompts only
             p_durable = blend(
                 p_durable, self.wording.proba(hashed_ngrams([s.text for s in chosen]))
