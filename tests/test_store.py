@@ -409,3 +409,42 @@ def test_keyword_inputs_rank_as_keyword_search_does(sqlite_store: MemoryStore) -
     hits = store.search("Anderson account budget", mode="keyword", limit=10)
     assert [h.node.id for h in hits] == expected
     assert store.keyword_inputs("zebra", 300) is None and store.keyword_inputs("   ", 300) is None
+
+
+def test_keyword_search_reuses_a_querys_rows_only_while_the_database_is_unchanged(
+    sqlite_store: MemoryStore, tmp_path: Path
+) -> None:
+    store = sqlite_store
+    for i in range(40):
+        store.add_node(
+            "fact" if i % 3 else "instruction", f"Deploy step {i} of the billing service"
+        )
+    store.add_node("plan", "Deploy the billing service on Friday")
+
+    def ranked(types: list[str] | None) -> list[tuple[str, float]]:
+        where, args = store._filters(types, None, None, None, False)
+        return store._keyword_candidates("deploy billing service", 10, where, args)
+
+    kinds: list[list[str] | None] = [["fact"], ["instruction"], ["plan"], None, ["fact"]]
+    with_memo = [ranked(t) for t in kinds]  # one prompt: the same words, other filters
+    assert store.__dict__["_keyword_kept"][1]  # the FTS5 rows and their scores were kept
+    store.__dict__.pop("_keyword_kept")
+    original = store._keyword_memo
+    store._keyword_memo = lambda: None  # type: ignore[method-assign]
+    try:
+        assert [ranked(t) for t in kinds] == with_memo  # same rows, scores and order as without
+    finally:
+        store._keyword_memo = original  # type: ignore[method-assign]
+    # A commit by this process, or by another connection, is seen at once.
+    assert ranked(None) == with_memo[3]  # kept again
+    new = store.add_node("plan", "Deploy billing service deploy billing service")
+    assert ranked(None)[0][0] == new.id
+    other = MemoryStore.open(store.path, store.embedder)
+    try:
+        later = other.add_node("plan", "Billing service deploy: deploy billing service billing")
+    finally:
+        other.close()
+    assert later.id in dict(ranked(None))
+    # Inside a write transaction its own uncommitted rows count, and nothing is kept for later.
+    with store.transaction():
+        assert store._keyword_memo() is None
