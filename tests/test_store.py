@@ -448,3 +448,21 @@ def test_keyword_search_reuses_a_querys_rows_only_while_the_database_is_unchange
     # Inside a write transaction its own uncommitted rows count, and nothing is kept for later.
     with store.transaction():
         assert store._keyword_memo() is None
+
+
+def test_a_query_is_embedded_once_for_search_and_for_the_judges(sqlite_store: MemoryStore) -> None:
+    from octygraph.judgement import vectors
+
+    store = sqlite_store
+    embedder = store.embedder
+    assert isinstance(embedder, LocalEmbeddings)
+    text = "Which runbook covers the nightly ledger export? (query 5e1d)"
+    before = embedder.tokens_embedded
+    searched = store.embed_query(text)
+    after_search = embedder.tokens_embedded
+    judged = vectors.cached_local_embed([text])[0]  # the relevance judge's call for the prompt
+    assert after_search > before and embedder.tokens_embedded == after_search
+    # The very vector the model gives for the text alone, or in any batch.
+    alone = embedder.embed_array([text])[0]
+    batched = embedder.embed_array(["a much longer text than the query " * 3, text, "x"])[1]
+    assert searched.tobytes() == judged.tobytes() == alone.tobytes() == batched.tobytes()

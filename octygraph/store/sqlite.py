@@ -744,7 +744,16 @@ class MemoryStore(StoreBase):
             if vec is not None:
                 cache.move_to_end(query)
                 return vec
-        vec = self.embedder.embed_array([query])[0]
+        from octygraph.embeddings import LocalEmbeddings, local_embeddings
+
+        if isinstance(self.embedder, LocalEmbeddings) and self.embedder is local_embeddings():
+            # The relevance and storage judges embed the prompt with the same model: one shared
+            # cache computes it once (a text's vector is the same in any batch, bit for bit).
+            from octygraph.judgement.vectors import cached_local_embed
+
+            vec = cached_local_embed([query])[0]
+        else:
+            vec = self.embedder.embed_array([query])[0]
         with self._lock:
             cache[query] = vec
             while len(cache) > 64:
