@@ -228,6 +228,7 @@ async def run_prompt(
                 lambda: opened.enter_async_context(lend(settings)),
                 make_serde(),
                 defer=_in_retrieve_half,
+                new_thread=trace_id,
             )
             graph = with_checkpointer(saver)
             try:
