@@ -371,11 +371,15 @@ async def _flush_after_reply(saver: WriteBehindSaver) -> None:
 
 
 def _end_record(recording: asyncio.Future[inflight.Held | None]) -> None:
-    """The run ended (finished, gave up or failed): its record goes."""
+    """The run ended (finished, gave up or failed): its record goes, in a worker thread (removing a
+    file that was written can take milliseconds on a busy disk; the event loop serves other prompts)."""
     if not recording.cancelled() and recording.exception() is None:
         held = recording.result()
         if held is not None:
-            held.end()
+            try:
+                asyncio.get_running_loop().run_in_executor(None, held.end)
+            except RuntimeError:  # the loop is closing: remove it here
+                held.end()
 
 
 def _record(trace_id: str, settings: Settings, ctx: Context) -> inflight.RunRecord:

@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+from octygraph import inflight
 from octygraph.runner import RunOptions, run_prompt
 from octygraph.service.checkpointers import CheckpointerPool
 from octygraph.services import open_store
@@ -30,6 +31,12 @@ def test_runs_share_one_open_checkpointer_and_write_through_it(home: Path) -> No
                 options = RunOptions(offline=True, checkpointers=pool.lease)
                 ids.append((await run_prompt(prompt, settings, store, options))["trace_id"])
             store.close()
+        # Each run's in-flight record goes once it ended (removed in a worker thread).
+        for _ in range(200):
+            if not inflight.in_flight_ids(settings):
+                break
+            await asyncio.sleep(0.01)
+        assert not inflight.in_flight_ids(settings)
         async with pool.lease(settings) as first, pool.lease(settings) as second:
             same = first is second
         kept = len(pool)
