@@ -439,6 +439,7 @@ def test_keyword_search_reuses_a_querys_rows_only_while_the_database_is_unchange
     assert ranked(None) == with_memo[3]  # kept again
     new = store.add_node("plan", "Deploy billing service deploy billing service")
     assert ranked(None)[0][0] == new.id
+    assert ranked(["plan"])[0][0] == new.id  # few plans: the filter-first search, kept as well
     other = MemoryStore.open(store.path, store.embedder)
     try:
         later = other.add_node("plan", "Billing service deploy: deploy billing service billing")

@@ -868,6 +868,24 @@ class MemoryStore(StoreBase):
                 f"JOIN nodes n ON n.rowid = f.rowid WHERE {conditions} ORDER BY f.rank"
             )
             return self._conn.execute(sql, [match, int(preselect), *args]).fetchall()
+        if memo is not None:
+            # Every match in FTS5's order, kept per query; each filter then picks its first rows.
+            ordered = memo.get(("all", match))
+            if ordered is None:
+                ordered = memo[("all", match)] = self._conn.execute(
+                    "SELECT rowid, bm25(nodes_fts) AS rank FROM nodes_fts WHERE nodes_fts MATCH ? "
+                    "ORDER BY rank",
+                    [match],
+                ).fetchall()
+            passing = dict(
+                self._conn.execute(
+                    "SELECT n.rowid, n.id FROM nodes n WHERE n.rowid IN "
+                    f"(SELECT rowid FROM nodes_fts WHERE nodes_fts MATCH ?) AND {conditions}",
+                    [match, *args],
+                ).fetchall()
+            )
+            picked = [(passing[r], r, rank) for r, rank in ordered if r in passing]
+            return picked[: int(preselect)]
         sql = (
             "SELECT n.id, nodes_fts.rowid, bm25(nodes_fts) AS rank FROM nodes_fts "
             f"JOIN nodes n ON n.rowid = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {conditions} "
@@ -902,7 +920,7 @@ class MemoryStore(StoreBase):
             memo = self._keyword_memo()
             rows = self._fts_preselect(match, preselect, where, args, exact=False, memo=memo)
             if len(rows) < min(k, preselect):
-                rows = self._fts_preselect(match, preselect, where, args, exact=True)
+                rows = self._fts_preselect(match, preselect, where, args, exact=True, memo=memo)
             try:
                 scores = self._bm25_memo(match, [r[1] for r in rows], memo)
             except sqlean.DatabaseError:
