@@ -14,6 +14,7 @@ the same checkpoints once the run has ended.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
@@ -54,6 +55,7 @@ class WriteBehindSaver(BaseCheckpointSaver[str]):
         self._defer = defer
         self._memory = InMemorySaver(serde=serde)
         self._pending: list[tuple[str, tuple[Any, ...]]] | None = []
+        self._opening = asyncio.Lock()
         self._new_thread = new_thread
         self._written: set[str] = set()
         """Namespaces of `new_thread` sent to the target (or buffered for it) so far."""
@@ -101,7 +103,11 @@ class WriteBehindSaver(BaseCheckpointSaver[str]):
 
     async def _target_saver(self) -> BaseCheckpointSaver[Any]:
         if self._target is None:
-            self._target = await self._open_target()
+            # One opening however many steps ask at once (LangGraph's background puts do): a second
+            # one would leak a connection, and PostgreSQL's setup lock would stop the event loop.
+            async with self._opening:
+                if self._target is None:
+                    self._target = await self._open_target()
         return self._target
 
     # ------------------------------------------------------------------ the saver interface

@@ -175,3 +175,31 @@ def test_a_new_threads_unwritten_namespaces_are_not_looked_up() -> None:
 
 async def _never() -> InMemorySaver:
     raise AssertionError("not opened")
+
+
+def test_the_target_is_opened_once_when_steps_ask_for_it_at_once() -> None:
+    async def scenario() -> None:
+        target = InMemorySaver(serde=make_serde())
+        opened: list[int] = []
+
+        async def open_target() -> InMemorySaver:
+            opened.append(1)
+            await asyncio.sleep(0.01)  # a connection and its setup take a while
+            return target
+
+        saver = WriteBehindSaver(open_target, make_serde(), defer=lambda ns: False, new_thread="t")
+        puts = []
+        for i in range(3):
+            checkpoint = _checkpoint(str(i), i, saver)
+            puts.append(
+                saver.aput(
+                    _config(ns=f"store:{i}"),
+                    checkpoint,  # type: ignore[arg-type]
+                    {"step": 0},
+                    checkpoint["channel_versions"],
+                )
+            )
+        await asyncio.gather(*puts)
+        assert opened == [1]
+
+    asyncio.run(scenario())
