@@ -14,6 +14,7 @@ the same checkpoints once the run has ended.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
@@ -39,14 +40,43 @@ class WriteBehindSaver(BaseCheckpointSaver[str]):
     """
 
     def __init__(
-        self, open_target: Opener, serde: SerializerProtocol, defer: Callable[[str], bool]
+        self,
+        open_target: Opener,
+        serde: SerializerProtocol,
+        defer: Callable[[str], bool],
+        *,
+        new_thread: str | None = None,
     ) -> None:
+        """`new_thread`: a thread id nothing was ever written under (a new run's): reading one of its
+        namespaces before this saver wrote to it answers "nothing" without asking the database."""
         super().__init__(serde=serde)
         self._open_target = open_target
         self._target: BaseCheckpointSaver[Any] | None = None
         self._defer = defer
         self._memory = InMemorySaver(serde=serde)
         self._pending: list[tuple[str, tuple[Any, ...]]] | None = []
+        self._opening = asyncio.Lock()
+        self._new_thread = new_thread
+        self._written: set[str] = set()
+        """Namespaces of `new_thread` sent to the target (or buffered for it) so far."""
+
+    @staticmethod
+    def _thread_and_ns(config: RunnableConfig | None) -> tuple[str, str]:
+        configurable = (config or {}).get("configurable", {})
+        return str(configurable.get("thread_id") or ""), str(
+            configurable.get("checkpoint_ns") or ""
+        )
+
+    def _note(self, config: RunnableConfig) -> None:
+        thread, ns = self._thread_and_ns(config)
+        if thread == self._new_thread:
+            self._written.add(ns)
+
+    def _never_written(self, config: RunnableConfig) -> bool:
+        thread, ns = self._thread_and_ns(config)
+        return (
+            self._new_thread is not None and thread == self._new_thread and ns not in self._written
+        )
 
     def _deferred(self, config: RunnableConfig | None) -> bool:
         """Whether a call on `config` goes to the buffer (only until the flush)."""
@@ -73,7 +103,11 @@ class WriteBehindSaver(BaseCheckpointSaver[str]):
 
     async def _target_saver(self) -> BaseCheckpointSaver[Any]:
         if self._target is None:
-            self._target = await self._open_target()
+            # One opening however many steps ask at once (LangGraph's background puts do): a second
+            # one would leak a connection, and PostgreSQL's setup lock would stop the event loop.
+            async with self._opening:
+                if self._target is None:
+                    self._target = await self._open_target()
         return self._target
 
     # ------------------------------------------------------------------ the saver interface
@@ -81,6 +115,8 @@ class WriteBehindSaver(BaseCheckpointSaver[str]):
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         if self._deferred(config):
             return await self._memory.aget_tuple(config)
+        if self._never_written(config):
+            return None  # a new run's first look for a checkpoint: a database round trip saved
         return await (await self._target_saver()).aget_tuple(config)
 
     async def alist(
@@ -107,6 +143,7 @@ class WriteBehindSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        self._note(config)
         if not self._deferred(config):
             return await (await self._target_saver()).aput(
                 config, checkpoint, metadata, new_versions
@@ -124,6 +161,7 @@ class WriteBehindSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        self._note(config)
         if not self._deferred(config):
             await (await self._target_saver()).aput_writes(config, writes, task_id, task_path)
             return

@@ -99,6 +99,10 @@ class Context:
                 _GAZETTEERS[key[0]] = (key, self._gazetteer)
         return self._gazetteer
 
+    def built_gazetteer(self) -> Any:
+        """The run's gazetteer when classify built it already (no store access), else None."""
+        return self._gazetteer
+
     def begin_run(self, run_id: str) -> None:
         """Name the run; a context used again starts with an empty ledger of what was written."""
         with _OPEN_LOCK:

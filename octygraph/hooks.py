@@ -29,7 +29,7 @@ from octygraph.sessions import SessionLog
 from octygraph.settings import Settings
 
 if TYPE_CHECKING:
-    from octygraph.runner import OnAnswer
+    from octygraph.runner import CheckpointerLease, OnAnswer
     from octygraph.store import AdminStore
 
 log = logging.getLogger("octygraph.hooks")
@@ -177,6 +177,7 @@ async def _run(
     stores: StoreLease,
     transcript_path: str = "",
     on_answer: OnAnswer | None = None,
+    checkpointers: CheckpointerLease | None = None,
 ) -> dict[str, Any]:
     from octygraph.llm.errors import LLMConfigError
     from octygraph.runner import RunOptions, run_prompt
@@ -188,6 +189,7 @@ async def _run(
             source="claude" if store_only else "user",
             store_only=store_only,
             deadline=deadline,
+            checkpointers=checkpointers,
         )
         try:
             return await run_prompt(prompt, settings, store, options, on_answer=on_answer)
@@ -235,6 +237,7 @@ async def handle(
     cwd: str | None = None,
     stores: StoreLease | None = None,
     started: float | None = None,
+    checkpointers: CheckpointerLease | None = None,
 ) -> HookReply:
     """Turn one hook call (its event and stdin bytes) into its stdout text; never raises.
 
@@ -247,6 +250,7 @@ async def handle(
         cwd: Working folder when the payload names none (default the current one).
         stores: How to get the project's store (default: open it and close it after the run).
         started: `time.monotonic()` when the hook started; the prompt budget counts from there.
+        checkpointers: How to get the project's checkpointer (default: open one per run).
 
     Returns:
         The stdout text (the documented JSON, or "") and the after-run work, still to be done by the caller.
@@ -285,6 +289,7 @@ async def handle(
                     stores=stores,
                     transcript_path=prompt.transcript_path,
                     on_answer=on_answer,
+                    checkpointers=checkpointers,
                 )
             )
             await asyncio.wait({run, ready}, return_when=asyncio.FIRST_COMPLETED)
@@ -312,6 +317,7 @@ async def handle(
                 store_only=True,
                 deadline=time.monotonic() + settings.hook_budget_s * 4,
                 stores=stores,
+                checkpointers=checkpointers,
             )
             return HookReply(
                 "", functools.partial(after_run, settings, "stop", stop.session_id, result)

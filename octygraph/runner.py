@@ -11,6 +11,7 @@ import contextlib
 import functools
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any, cast
@@ -41,6 +42,9 @@ def with_checkpointer(saver: Any) -> Any:
     return compiled_graph().copy({"checkpointer": saver})
 
 
+CheckpointerLease = Callable[[Settings], AbstractAsyncContextManager[Any]]
+
+
 @dataclass
 class RunOptions:
     offline: bool = False
@@ -57,6 +61,8 @@ class RunOptions:
     deadline: float | None = None
     """`time.monotonic()` by which the run must answer (the hook's budget, counted from its start); the
     sooner of this and `deadline_s` goes into `Context.deadline`."""
+    checkpointers: CheckpointerLease | None = None
+    """Lends the project's checkpointer (the service keeps one open per file); None opens one per run."""
 
     def absolute_deadline(self, now: float) -> float | None:
         """The sooner of `deadline` and `now + deadline_s`, or None when neither is set."""
@@ -217,10 +223,12 @@ async def run_prompt(
         async with contextlib.AsyncExitStack() as opened:
             # The retrieve half's checkpoints wait in memory until the answer is out; the run's own and
             # the store half's are written as they happen, for a resume (see checkpoint_buffer).
+            lend = options.checkpointers or checkpointer_for
             saver = WriteBehindSaver(
-                lambda: opened.enter_async_context(checkpointer_for(settings)),
+                lambda: opened.enter_async_context(lend(settings)),
                 make_serde(),
                 defer=_in_retrieve_half,
+                new_thread=trace_id,
             )
             graph = with_checkpointer(saver)
             try:
@@ -363,11 +371,15 @@ async def _flush_after_reply(saver: WriteBehindSaver) -> None:
 
 
 def _end_record(recording: asyncio.Future[inflight.Held | None]) -> None:
-    """The run ended (finished, gave up or failed): its record goes."""
+    """The run ended (finished, gave up or failed): its record goes, in a worker thread (removing a
+    file that was written can take milliseconds on a busy disk; the event loop serves other prompts)."""
     if not recording.cancelled() and recording.exception() is None:
         held = recording.result()
         if held is not None:
-            held.end()
+            try:
+                asyncio.get_running_loop().run_in_executor(None, held.end)
+            except RuntimeError:  # the loop is closing: remove it here
+                held.end()
 
 
 def _record(trace_id: str, settings: Settings, ctx: Context) -> inflight.RunRecord:

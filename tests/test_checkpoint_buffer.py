@@ -131,3 +131,75 @@ def test_buffered_writes_reach_the_target_in_order_then_write_through() -> None:
         assert everything == {"1", "2", "9"}
 
     asyncio.run(scenario())
+
+
+def test_a_new_threads_unwritten_namespaces_are_not_looked_up() -> None:
+    async def scenario() -> None:
+        target = InMemorySaver(serde=make_serde())
+        old = _checkpoint("0", 0, WriteBehindSaver(_never, make_serde(), defer=lambda ns: False))
+        # Something under another thread id is still read from the target.
+        await target.aput(
+            {"configurable": {"thread_id": "old", "checkpoint_ns": ""}},
+            old,  # type: ignore[arg-type]
+            {"step": 0},
+            old["channel_versions"],
+        )
+        asked: list[str] = []
+
+        class Watched(InMemorySaver):
+            async def aget_tuple(self, config: Any) -> Any:
+                asked.append(config["configurable"]["checkpoint_ns"])
+                return await super().aget_tuple(config)
+
+        watched = Watched(serde=make_serde())
+        watched.storage, watched.writes, watched.blobs = target.storage, target.writes, target.blobs
+
+        async def open_target() -> InMemorySaver:
+            return watched
+
+        saver = WriteBehindSaver(
+            open_target, make_serde(), defer=lambda ns: ns == "retrieve:1", new_thread="t"
+        )
+        assert await saver.aget_tuple(_config(ns="")) is None
+        assert await saver.aget_tuple(_config(ns="store:2")) is None
+        assert asked == []  # a new run's first looks cost no database round trip
+        first = _checkpoint("1", 1, saver)
+        await saver.aput(_config(ns=""), first, {"step": 0}, first["channel_versions"])  # type: ignore[arg-type]
+        found = await saver.aget_tuple(_config(ns=""))
+        assert found is not None and found.checkpoint["id"] == "1" and asked == [""]
+        other = await saver.aget_tuple({"configurable": {"thread_id": "old", "checkpoint_ns": ""}})
+        assert other is not None and other.checkpoint["id"] == "0"
+
+    asyncio.run(scenario())
+
+
+async def _never() -> InMemorySaver:
+    raise AssertionError("not opened")
+
+
+def test_the_target_is_opened_once_when_steps_ask_for_it_at_once() -> None:
+    async def scenario() -> None:
+        target = InMemorySaver(serde=make_serde())
+        opened: list[int] = []
+
+        async def open_target() -> InMemorySaver:
+            opened.append(1)
+            await asyncio.sleep(0.01)  # a connection and its setup take a while
+            return target
+
+        saver = WriteBehindSaver(open_target, make_serde(), defer=lambda ns: False, new_thread="t")
+        puts = []
+        for i in range(3):
+            checkpoint = _checkpoint(str(i), i, saver)
+            puts.append(
+                saver.aput(
+                    _config(ns=f"store:{i}"),
+                    checkpoint,  # type: ignore[arg-type]
+                    {"step": 0},
+                    checkpoint["channel_versions"],
+                )
+            )
+        await asyncio.gather(*puts)
+        assert opened == [1]
+
+    asyncio.run(scenario())

@@ -409,3 +409,61 @@ def test_keyword_inputs_rank_as_keyword_search_does(sqlite_store: MemoryStore) -
     hits = store.search("Anderson account budget", mode="keyword", limit=10)
     assert [h.node.id for h in hits] == expected
     assert store.keyword_inputs("zebra", 300) is None and store.keyword_inputs("   ", 300) is None
+
+
+def test_keyword_search_reuses_a_querys_rows_only_while_the_database_is_unchanged(
+    sqlite_store: MemoryStore, tmp_path: Path
+) -> None:
+    store = sqlite_store
+    for i in range(40):
+        store.add_node(
+            "fact" if i % 3 else "instruction", f"Deploy step {i} of the billing service"
+        )
+    store.add_node("plan", "Deploy the billing service on Friday")
+
+    def ranked(types: list[str] | None) -> list[tuple[str, float]]:
+        where, args = store._filters(types, None, None, None, False)
+        return store._keyword_candidates("deploy billing service", 10, where, args)
+
+    kinds: list[list[str] | None] = [["fact"], ["instruction"], ["plan"], None, ["fact"]]
+    with_memo = [ranked(t) for t in kinds]  # one prompt: the same words, other filters
+    assert store.__dict__["_keyword_kept"][1]  # the FTS5 rows and their scores were kept
+    store.__dict__.pop("_keyword_kept")
+    original = store._keyword_memo
+    store._keyword_memo = lambda: None  # type: ignore[method-assign]
+    try:
+        assert [ranked(t) for t in kinds] == with_memo  # same rows, scores and order as without
+    finally:
+        store._keyword_memo = original  # type: ignore[method-assign]
+    # A commit by this process, or by another connection, is seen at once.
+    assert ranked(None) == with_memo[3]  # kept again
+    new = store.add_node("plan", "Deploy billing service deploy billing service")
+    assert ranked(None)[0][0] == new.id
+    assert ranked(["plan"])[0][0] == new.id  # few plans: the filter-first search, kept as well
+    other = MemoryStore.open(store.path, store.embedder)
+    try:
+        later = other.add_node("plan", "Billing service deploy: deploy billing service billing")
+    finally:
+        other.close()
+    assert later.id in dict(ranked(None))
+    # Inside a write transaction its own uncommitted rows count, and nothing is kept for later.
+    with store.transaction():
+        assert store._keyword_memo() is None
+
+
+def test_a_query_is_embedded_once_for_search_and_for_the_judges(sqlite_store: MemoryStore) -> None:
+    from octygraph.judgement import vectors
+
+    store = sqlite_store
+    embedder = store.embedder
+    assert isinstance(embedder, LocalEmbeddings)
+    text = "Which runbook covers the nightly ledger export? (query 5e1d)"
+    before = embedder.tokens_embedded
+    searched = store.embed_query(text)
+    after_search = embedder.tokens_embedded
+    judged = vectors.cached_local_embed([text])[0]  # the relevance judge's call for the prompt
+    assert after_search > before and embedder.tokens_embedded == after_search
+    # The very vector the model gives for the text alone, or in any batch.
+    alone = embedder.embed_array([text])[0]
+    batched = embedder.embed_array(["a much longer text than the query " * 3, text, "x"])[1]
+    assert searched.tobytes() == judged.tobytes() == alone.tobytes() == batched.tobytes()

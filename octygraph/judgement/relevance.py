@@ -9,6 +9,7 @@ probability; a record is injected only when it clears the threshold chosen on th
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import threading
@@ -80,8 +81,10 @@ class MemoryText:
     scope: float | None = None
 
 
-def _names(text: str) -> set[str]:
-    return {m.group().strip("`").lower() for m in _IDENT.finditer(text)}
+@functools.lru_cache(maxsize=20_000)
+def _names(text: str) -> frozenset[str]:
+    # Memoized: the service weighs the same memories prompt after prompt.
+    return frozenset(m.group().strip("`").lower() for m in _IDENT.finditer(text))
 
 
 def _trigger(memory: MemoryText) -> str | None:

@@ -21,10 +21,7 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     """Classify each sentence (LLM, in parallel) and merge; fall back to the deterministic classifier."""
     ctx = runtime.context
     prompt = state.get("prompt", "")
-    known = await asyncio.to_thread(ctx.gazetteer)
-    offline = await asyncio.to_thread(
-        heuristics.classify, prompt, known_entities=known, today=ctx.day()
-    )
+    offline = await asyncio.to_thread(_classify_offline, ctx, prompt)
     if ctx.store_only:
         offline_layer = {"classify": layer("offline", "the Stop hook classifies without a model")}
         # The Stop hook: what the assistant reported is only stored, never used to retrieve, and only
@@ -96,3 +93,8 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
         **planned,
         "notes": plan_notes,
     }
+
+
+def _classify_offline(ctx: Context, prompt: str) -> Classification:
+    """The deterministic classification with the store's known entities: one trip to a worker thread."""
+    return heuristics.classify(prompt, known_entities=ctx.gazetteer(), today=ctx.day())

@@ -65,7 +65,9 @@ async def plan(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any
     prompt = state.get("prompt", "")
     classification = state.get("classification") or Classification()
     today = ctx.day()
-    known = await asyncio.to_thread(ctx.gazetteer)
+    known = ctx.built_gazetteer()  # classify built it: no worker thread needed
+    if known is None:
+        known = await asyncio.to_thread(ctx.gazetteer)
     offline_plan = heuristics.plan_retrieval(
         prompt, classification, today=today, known_entities=known
     )

@@ -153,6 +153,7 @@ class Service:
         self._socket_id: tuple[int, int] | None = None
         self._handle: Callable[..., Any] | None = None
         self._pool: Any = None
+        self._checkpointers: Any = None
         self._background: set[asyncio.Task[None]] = set()
         self._handed: collections.OrderedDict[str, None] = collections.OrderedDict()
         self.spooled = 0
@@ -414,6 +415,7 @@ class Service:
             cwd=str(message.get("cwd") or "") or None,
             stores=self._pool.lease,
             started=started,
+            checkpointers=self._checkpointers.lease,
         )
         self.requests += 1
         took_ms = (time.monotonic() - received) * 1000
@@ -492,6 +494,9 @@ class Service:
         )
         self._stopping = asyncio.Event()
         self._ready = loop.create_future()
+        from octygraph.service.checkpointers import CheckpointerPool
+
+        self._checkpointers = CheckpointerPool()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.shutdown, f"signal {sig.name}")
@@ -531,6 +536,8 @@ class Service:
                 await warming
             if self._pool is not None:
                 self._pool.close_all()
+            with contextlib.suppress(Exception):
+                await self._checkpointers.close_all()
             log.info("stopped (%s) after %d requests", self.reason, self.requests)
 
 

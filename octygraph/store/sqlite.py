@@ -57,6 +57,8 @@ from octygraph.store.versions import release_replaced
 # FTS5 preselects this many keyword candidates per requested one (at least BM25_MIN_RESCORE) for rescoring.
 BM25_RESCORE_FACTOR = 3
 BM25_MIN_RESCORE = 300
+KEYWORD_MEMO_SIZE = 256
+"""Entries (a query's FTS5 rows, its row scores) kept per unchanged database before starting afresh."""
 MAX_READ_NODES = 20_000
 """Nodes a long-lived store keeps from its reads until the database changes (see get_nodes)."""
 
@@ -742,7 +744,16 @@ class MemoryStore(StoreBase):
             if vec is not None:
                 cache.move_to_end(query)
                 return vec
-        vec = self.embedder.embed_array([query])[0]
+        from octygraph.embeddings import LocalEmbeddings, local_embeddings
+
+        if isinstance(self.embedder, LocalEmbeddings) and self.embedder is local_embeddings():
+            # The relevance and storage judges embed the prompt with the same model: one shared
+            # cache computes it once (a text's vector is the same in any batch, bit for bit).
+            from octygraph.judgement.vectors import cached_local_embed
+
+            vec = cached_local_embed([query])[0]
+        else:
+            vec = self.embedder.embed_array([query])[0]
         with self._lock:
             cache[query] = vec
             while len(cache) > 64:
@@ -813,14 +824,43 @@ class MemoryStore(StoreBase):
         return [(ids[r[0]], 1.0 - float(r[1])) for r in rows if r[0] in ids]
 
     def _fts_preselect(
-        self, match: str, preselect: int, where: list[str], args: list[Any], *, exact: bool
+        self,
+        match: str,
+        preselect: int,
+        where: list[str],
+        args: list[Any],
+        *,
+        exact: bool,
+        memo: dict[Any, Any] | None = None,
     ) -> list[Any]:
         """(id, rowid, FTS5 rank) of the best `preselect` matches that pass the filters. Caller locks.
 
         Not `exact`: FTS5's best rows first, then the filters (joining every match to `nodes` before
         the sort costs more than the search itself on large databases). `exact`: filter first.
+        With `memo`, FTS5's best rows are kept per query: one prompt searches the same words several
+        times with other filters (facts, instructions, plans, the safety nets).
         """
         conditions = " AND ".join(where) if where else "1"
+        if not exact and memo is not None:
+            ranked = memo.get(("fts", match, preselect))
+            if ranked is None:
+                ranked = memo[("fts", match, preselect)] = self._conn.execute(
+                    "SELECT rowid, bm25(nodes_fts) AS rank FROM nodes_fts WHERE nodes_fts MATCH ? "
+                    "ORDER BY rank LIMIT ?",
+                    [match, int(preselect)],
+                ).fetchall()
+            if not ranked:
+                return []
+            # The same rows, filters and order as the single query below (SQLite scans its ordered
+            # subquery there, so FTS5's order, ties included, is the answer's).
+            marks = ",".join("?" * len(ranked))
+            passing = dict(
+                self._conn.execute(
+                    f"SELECT n.rowid, n.id FROM nodes n WHERE n.rowid IN ({marks}) AND {conditions}",
+                    [*(r[0] for r in ranked), *args],
+                ).fetchall()
+            )
+            return [(passing[r], r, rank) for r, rank in ranked if r in passing]
         if not exact:
             sql = (
                 "SELECT n.id, f.rowid, f.rank FROM (SELECT rowid, bm25(nodes_fts) AS rank "
@@ -828,12 +868,45 @@ class MemoryStore(StoreBase):
                 f"JOIN nodes n ON n.rowid = f.rowid WHERE {conditions} ORDER BY f.rank"
             )
             return self._conn.execute(sql, [match, int(preselect), *args]).fetchall()
+        if memo is not None:
+            # Every match in FTS5's order, kept per query; each filter then picks its first rows.
+            ordered = memo.get(("all", match))
+            if ordered is None:
+                ordered = memo[("all", match)] = self._conn.execute(
+                    "SELECT rowid, bm25(nodes_fts) AS rank FROM nodes_fts WHERE nodes_fts MATCH ? "
+                    "ORDER BY rank",
+                    [match],
+                ).fetchall()
+            passing = dict(
+                self._conn.execute(
+                    "SELECT n.rowid, n.id FROM nodes n WHERE n.rowid IN "
+                    f"(SELECT rowid FROM nodes_fts WHERE nodes_fts MATCH ?) AND {conditions}",
+                    [match, *args],
+                ).fetchall()
+            )
+            picked = [(passing[r], r, rank) for r, rank in ordered if r in passing]
+            return picked[: int(preselect)]
         sql = (
             "SELECT n.id, nodes_fts.rowid, bm25(nodes_fts) AS rank FROM nodes_fts "
             f"JOIN nodes n ON n.rowid = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {conditions} "
             "ORDER BY rank LIMIT ?"
         )
         return self._conn.execute(sql, [match, *args, int(preselect)]).fetchall()
+
+    def _keyword_memo(self) -> dict[Any, Any] | None:
+        """Keyword-search pieces kept while the database is unchanged (its data_version and this
+        process's commits to it); None inside a write transaction, whose rows only it sees. Caller locks."""
+        if self._conn.in_transaction:
+            return None
+        key = (
+            int(self._conn.execute("PRAGMA data_version").fetchone()[0]),
+            write_count(self._file),
+        )
+        kept: tuple[Any, dict[Any, Any]] | None = self.__dict__.get("_keyword_kept")
+        if kept is None or kept[0] != key or len(kept[1]) > KEYWORD_MEMO_SIZE:
+            kept = (key, {})
+            self.__dict__["_keyword_kept"] = kept
+        return kept[1]
 
     def _keyword_candidates(
         self, query: str, k: int, where: list[str], args: list[Any]
@@ -844,11 +917,12 @@ class MemoryStore(StoreBase):
             return []
         preselect = max(k * BM25_RESCORE_FACTOR, BM25_MIN_RESCORE)
         with self._lock:
-            rows = self._fts_preselect(match, preselect, where, args, exact=False)
+            memo = self._keyword_memo()
+            rows = self._fts_preselect(match, preselect, where, args, exact=False, memo=memo)
             if len(rows) < min(k, preselect):
-                rows = self._fts_preselect(match, preselect, where, args, exact=True)
+                rows = self._fts_preselect(match, preselect, where, args, exact=True, memo=memo)
             try:
-                scores = self._bm25(match, [r[1] for r in rows])
+                scores = self._bm25_memo(match, [r[1] for r in rows], memo)
             except sqlean.DatabaseError:
                 scores = None  # no fts5vocab in this SQLite: keep FTS5's own ranking
         if scores is None:
@@ -874,6 +948,20 @@ class MemoryStore(StoreBase):
             return None
         terms, idf, tf, rel_len = inputs
         return KeywordInputs([r[0] for r in rows], terms, idf, tf, rel_len)
+
+    def _bm25_memo(
+        self, match: str, rowids: Sequence[int], memo: dict[Any, Any] | None
+    ) -> dict[int, float]:
+        """`_bm25`, scoring only rows not scored for this query yet (a row's score depends on the
+        query, the row and the index's statistics, not on the other rows). Caller holds the lock."""
+        if memo is None:
+            return self._bm25(match, rowids)
+        known: dict[int, float] = memo.setdefault(("bm25", match), {})
+        missing = [r for r in dict.fromkeys(rowids) if r not in known]
+        if missing:
+            fresh = self._bm25(match, missing)
+            known.update({r: fresh.get(r, 0.0) for r in missing})
+        return {r: known[r] for r in rowids}
 
     def _bm25(self, match: str, rowids: Sequence[int]) -> dict[int, float]:
         """Okapi BM25 (BM25_K1, BM25_B, non-negative idf) of FTS5 rows. Caller holds the lock."""
