@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from octygraph.settings import Settings
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """The file's (device, inode), or None when it is gone: a replaced file gets a new identity."""
     try:
         info = path.stat()
     except OSError:
@@ -47,7 +48,7 @@ class CheckpointerPool:
         key = str(path.absolute())
         async with self._opening:  # two first runs on one file open it once
             kept = self._kept.get(key)
-            if kept is not None and kept.identity == _identity(path):
+            if kept is not None and kept.identity == file_identity(path):
                 return kept
             if kept is not None:
                 # Replaced or removed (e.g. a wiped memory folder): new runs get a new connection.
@@ -57,7 +58,7 @@ class CheckpointerPool:
 
             stack = contextlib.AsyncExitStack()
             saver = await stack.enter_async_context(open_checkpointer(path))
-            kept = self._kept[key] = _Kept(saver, _identity(path), stack)
+            kept = self._kept[key] = _Kept(saver, file_identity(path), stack)
             return kept
 
     async def _retire(self, kept: _Kept) -> None:

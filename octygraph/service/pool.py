@@ -14,10 +14,10 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from octygraph.embeddings import LocalEmbeddings, make_embeddings
+from octygraph.service.checkpointers import file_identity
 from octygraph.services import open_store
 from octygraph.settings import Settings
 from octygraph.store import AdminStore, MemoryStore
@@ -43,14 +43,6 @@ class LockedStore(MemoryStore):
         # Always the database lock first, then the connection's: one order, no deadlock.
         with self.write_lock, super().transaction() as conn:
             yield conn
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return (info.st_dev, info.st_ino)
 
 
 @dataclass
@@ -88,7 +80,7 @@ class StorePool:
     def _take(self, settings: Settings) -> tuple[_Slot, AdminStore | None]:
         """The slot for this database and an idle store, unless the file was replaced or removed."""
         key = self._key(settings)
-        identity = _identity(settings.paths.db)
+        identity = file_identity(settings.paths.db)
         stale: list[AdminStore] = []
         with self._guard:
             slot = self._slots.get(key)
@@ -115,7 +107,7 @@ class StorePool:
             store = slot.store_cls.open(paths.db, make_embeddings(settings))
         store.enable_vector_cache()  # the service searches often: NumPy over RAM beats a vec0 scan
         with self._guard:
-            slot.identity = _identity(paths.db)
+            slot.identity = file_identity(paths.db)
             prime, slot.primed = not slot.primed, True
         if prime and isinstance(store.embedder, LocalEmbeddings):
             # The relevance and storage judges read the local model's vectors of the memories they
@@ -131,7 +123,7 @@ class StorePool:
             slot.leased -= 1
             slot.runs += 1
             slot.last_used = time.monotonic()
-            if store is not None and _identity(settings.paths.db) == slot.identity:
+            if store is not None and file_identity(settings.paths.db) == slot.identity:
                 if len(slot.idle) < self._max_idle:
                     slot.idle.append(store)
                     keep = True
