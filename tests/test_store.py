@@ -427,8 +427,8 @@ def test_keyword_search_reuses_a_querys_rows_only_while_the_database_is_unchange
 
     kinds: list[list[str] | None] = [["fact"], ["instruction"], ["plan"], None, ["fact"]]
     with_memo = [ranked(t) for t in kinds]  # one prompt: the same words, other filters
-    assert store.__dict__["_keyword_kept"][1]  # the FTS5 rows and their scores were kept
-    store.__dict__.pop("_keyword_kept")
+    assert store._keyword_pieces  # the FTS5 rows and their scores were kept
+    store._keyword_pieces, store._keyword_at = {}, None
     original = store._keyword_memo
     store._keyword_memo = lambda: None  # type: ignore[method-assign]
     try:

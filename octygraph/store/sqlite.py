@@ -127,6 +127,8 @@ class MemoryStore(StoreBase):
         self._vector_cache: VectorCache | None = None
         self._read_nodes: dict[str, Node] = {}
         self._read_at: tuple[int, int, int] | None = None
+        self._keyword_pieces: dict[Any, Any] = {}
+        self._keyword_at: tuple[int, int, int] | None = None
         self.read_only = False
 
     def enable_vector_cache(self) -> None:
@@ -894,19 +896,14 @@ class MemoryStore(StoreBase):
         return self._conn.execute(sql, [match, *args, int(preselect)]).fetchall()
 
     def _keyword_memo(self) -> dict[Any, Any] | None:
-        """Keyword-search pieces kept while the database is unchanged (its data_version and this
-        process's commits to it); None inside a write transaction, whose rows only it sees. Caller locks."""
+        """Keyword-search pieces kept while the database is unchanged (`revision`); None inside a
+        write transaction, whose rows only it sees. Caller locks."""
         if self._conn.in_transaction:
             return None
-        key = (
-            int(self._conn.execute("PRAGMA data_version").fetchone()[0]),
-            write_count(self._file),
-        )
-        kept: tuple[Any, dict[Any, Any]] | None = self.__dict__.get("_keyword_kept")
-        if kept is None or kept[0] != key or len(kept[1]) > KEYWORD_MEMO_SIZE:
-            kept = (key, {})
-            self.__dict__["_keyword_kept"] = kept
-        return kept[1]
+        key = self.revision()
+        if key != self._keyword_at or len(self._keyword_pieces) > KEYWORD_MEMO_SIZE:
+            self._keyword_pieces, self._keyword_at = {}, key
+        return self._keyword_pieces
 
     def _keyword_candidates(
         self, query: str, k: int, where: list[str], args: list[Any]
