@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -27,23 +26,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from octygraph.heuristics import storage
 from octygraph.judgement.decoration import strip_decoration
 from training.common import HERE, held_out, read_jsonl
+from training.train_gate import _overlap
 
 SET = HERE / "storage" / "assistant_reports.jsonl"
 CAPS = (1, 2, 3, 5, 10)
 DURABLE_COUNTS = (0, 1, 2, 3)
 DURABLE_SHARES = (0.5, 0.25, 0.15, 0.10)
 SEED = 11
-_TOKEN = re.compile(r"[a-z0-9]+")
-
-
-def _tokens(text: str) -> set[str]:
-    return set(_TOKEN.findall(text.lower()))
 
 
 def _matches(stored: str, line: str) -> bool:
     """A stored item is the line's outcome when most of the line's words are in it."""
-    words = _tokens(strip_decoration(line))
-    return len(words & _tokens(stored)) >= 0.6 * max(1, len(words))
+    return _overlap(strip_decoration(line), stored) >= 0.6
 
 
 def assemble(
