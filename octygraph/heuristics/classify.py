@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import date
 from typing import Final
 
@@ -178,6 +178,8 @@ def classify(
     prompt: str,
     known_entities: Gazetteer | Iterable[str] | Mapping[str, str] = (),
     today: date | None = None,
+    *,
+    durable: Callable[[], bool] | None = None,
 ) -> Classification:
     """Classify a prompt without an LLM (the deterministic Layer 1).
 
@@ -190,6 +192,8 @@ def classify(
         known_entities: Entity names from the database (or a name -> kind mapping, or a
             prebuilt `Gazetteer`), matched case-insensitively as whole words.
         today: Reference day for dates (defaults to the local date).
+        durable: The storage gate's verdict on `prompt` when the caller runs the gate itself (e.g.
+            beside this call, in another thread); None asks the gate here.
 
     Returns:
         The merged classification; an empty prompt gives no operations.
@@ -202,7 +206,7 @@ def classify(
     parts = [classify_sentence(analyze(text, today, gazetteer), today) for text in texts]
     merged = merge_classifications(parts)
     # Whether anything is worth storing is the storage gate's call, not the sentence patterns'.
-    store = has_durable(prompt)
+    store = has_durable(prompt) if durable is None else durable()
     return merged.model_copy(
         update={"operations": merged.operations.model_copy(update={"store": store})}
     )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+from collections.abc import Callable
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -15,13 +17,19 @@ from octygraph.nodes._common import NO_MODEL, ask_structured, combine, layer, lo
 from octygraph.nodes.plan import draft_plan
 from octygraph.state import PipelineState
 
+_GATE_THREADS = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="octy-gate")
+"""Its own threads: a classify thread waits for the gate's verdict, so the two never share a pool."""
+
 
 @timed("classify")
 async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Classify each sentence (LLM, in parallel) and merge; fall back to the deterministic classifier."""
     ctx = runtime.context
     prompt = state.get("prompt", "")
-    offline = await asyncio.to_thread(_classify_offline, ctx, prompt)
+    # The storage gate's model call releases the GIL: it runs beside the sentence rules, on the
+    # second core, instead of after them.
+    gate = _GATE_THREADS.submit(has_durable, prompt)
+    offline = await asyncio.to_thread(_classify_offline, ctx, prompt, gate.result)
     if ctx.store_only:
         offline_layer = {"classify": layer("offline", "the Stop hook classifies without a model")}
         # The Stop hook: what the assistant reported is only stored, never used to retrieve, and only
@@ -95,6 +103,10 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     }
 
 
-def _classify_offline(ctx: Context, prompt: str) -> Classification:
+def _classify_offline(
+    ctx: Context, prompt: str, durable: Callable[[], bool] | None = None
+) -> Classification:
     """The deterministic classification with the store's known entities: one trip to a worker thread."""
-    return heuristics.classify(prompt, known_entities=ctx.gazetteer(), today=ctx.day())
+    return heuristics.classify(
+        prompt, known_entities=ctx.gazetteer(), today=ctx.day(), durable=durable
+    )
