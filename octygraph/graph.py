@@ -2,6 +2,7 @@
 
     classify -> plan -+-> retrieve: [retrieve_loop -> safety_nets -> assemble -> curate] -> END
                       +-> store:    [store_loop -> force_store -> reconcile] ------------> END
+                          (only when there may be something to store: `halves_to_run`)
 
 Each half is a compiled subgraph, one node of the parent graph: the parent's superstep barrier falls
 around the halves, not inside them, so retrieval never waits for storage. The runner answers as soon
@@ -74,6 +75,25 @@ def store_half() -> Half:
     return builder.compile(name="store")  # type: ignore[return-value]
 
 
+def halves_to_run(state: PipelineState) -> list[str]:
+    """Both halves, or only `retrieve` when the store half has nothing to do.
+
+    Each store node returns at once unless L1 said to store, or the plan found items or rules to
+    store (see `store_loop`, `force_store`, `reconcile`); skipping the half then saves its three
+    steps and their checkpoint writes, which would compete with retrieval for the interpreter.
+    """
+    classification = state.get("classification")
+    storage = state.get("storage")
+    if (
+        classification is None
+        or classification.operations.store
+        or (storage is not None and storage.items)
+        or state.get("instructions")
+    ):
+        return ["retrieve", "store"]
+    return ["retrieve"]
+
+
 def build_graph() -> StateGraph[PipelineState, Context, InputState, OutputState]:
     """The uncompiled builder; compile it with a checkpointer (CLI, hook) or without (Studio)."""
     builder = StateGraph(
@@ -87,8 +107,7 @@ def build_graph() -> StateGraph[PipelineState, Context, InputState, OutputState]
     builder.add_edge(START, "classify")
     builder.add_edge("classify", "plan")
     # Fan out: both halves start in the same superstep, and neither waits for the other.
-    builder.add_edge("plan", "retrieve")
-    builder.add_edge("plan", "store")
+    builder.add_conditional_edges("plan", halves_to_run, ["retrieve", "store"])
     builder.add_edge("retrieve", END)
     builder.add_edge("store", END)
     return builder

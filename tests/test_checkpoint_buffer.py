@@ -43,7 +43,7 @@ def test_answer_comes_before_the_checkpoints_and_replay_still_works(home: Path) 
         seen_at_answer.append(_rows(db, early["trace_id"], retrieve=True))
 
     with open_store(settings) as store:
-        asyncio.run(
+        told = asyncio.run(
             run_prompt("Maria owns the billing service", settings, store, RunOptions(offline=True))
         )
         result = asyncio.run(
@@ -59,8 +59,12 @@ def test_answer_comes_before_the_checkpoints_and_replay_still_works(home: Path) 
         assert seen_at_answer == [0]  # nothing of the retrieve half written while the user waited
         assert _rows(db, result["trace_id"], retrieve=True) > 0  # all of it once the run ended
         assert _rows(db, result["trace_id"], retrieve=False) > 0
-        steps = asyncio.run(checkpoint_steps(settings, result["trace_id"]))
+        # A telling prompt runs both halves side by side; a question has nothing to store.
+        steps = asyncio.run(checkpoint_steps(settings, told["trace_id"]))
         assert any(sorted(s["next"]) == ["retrieve", "store"] for s in steps), steps
+        steps = asyncio.run(checkpoint_steps(settings, result["trace_id"]))
+        assert any(s["next"] == ["retrieve"] for s in steps), steps
+        assert not any("store" in s["next"] for s in steps), steps
         replayed = asyncio.run(replay(result["trace_id"], settings, store))
         assert replayed["same"] and replayed["context"] == result["context"]
 
