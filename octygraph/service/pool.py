@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -23,6 +24,8 @@ from octygraph.settings import Settings
 from octygraph.store import AdminStore, MemoryStore
 
 MAX_IDLE_PER_DB = 4
+
+log = logging.getLogger("octygraph.service")
 
 
 class LockedStore(MemoryStore):
@@ -59,6 +62,34 @@ class _Slot:
     last_used: float = field(default_factory=time.monotonic)
 
 
+TRIGGER_BATCH = 64
+MAX_RULES = 5000
+
+
+def prime_rule_triggers(store: AdminStore) -> int:
+    """Embed the trigger clauses of the current rules ("... before deploying") into the judges' cache.
+
+    The relevance judge weighs a rule by the activity its trigger names; the store holds no vector for
+    that clause, so without this each prompt whose candidates bring new rules embeds their triggers on
+    its critical path. Runs in the background once per database; returns how many were embedded.
+    """
+    from octygraph.judgement import vectors
+    from octygraph.judgement.relevance import MemoryText, _trigger
+
+    try:
+        rules = store.list_nodes(types=["instruction"], limit=MAX_RULES, include_superseded=False)
+    except Exception:  # closed or replaced meanwhile: the judge embeds triggers as it meets them
+        return 0
+    clauses = list(
+        dict.fromkeys(
+            t for n in rules if (t := _trigger(MemoryText(n.content, "instruction"))) is not None
+        )
+    )
+    for start in range(0, len(clauses), TRIGGER_BATCH):
+        vectors.cached_local_embed(clauses[start : start + TRIGGER_BATCH])
+    return len(clauses)
+
+
 class StorePool:
     """Lends open stores per database path (and embedding model) to runs in the service."""
 
@@ -66,6 +97,7 @@ class StorePool:
         self._max_idle = max_idle
         self._slots: dict[tuple[str, str], _Slot] = {}
         self._guard = threading.Lock()
+        self._priming = 0
 
     @staticmethod
     def _key(settings: Settings) -> tuple[str, str]:
@@ -115,7 +147,21 @@ class StorePool:
             from octygraph.judgement import vectors
 
             vectors.prime(store.content_vectors(vectors.CACHE_SIZE))
+            threading.Thread(
+                target=self._prime, args=(store,), name="octy-prime", daemon=True
+            ).start()
         return store
+
+    def _prime(self, store: AdminStore) -> None:
+        with self._guard:
+            self._priming += 1
+        try:
+            prime_rule_triggers(store)
+        except Exception as exc:  # the judge embeds the triggers as it meets them instead
+            log.warning("rule triggers not primed: %s", exc)
+        finally:
+            with self._guard:
+                self._priming -= 1
 
     def _give_back(self, settings: Settings, slot: _Slot, store: AdminStore | None) -> None:
         keep = False
@@ -157,4 +203,6 @@ class StorePool:
                 "databases": len(self._slots),
                 "open_connections": sum(len(s.idle) + s.leased for s in self._slots.values()),
                 "runs_by_database": {key[0]: slot.runs for key, slot in self._slots.items()},
+                # Databases whose rules' trigger clauses are still being embedded (see above).
+                "priming": self._priming,
             }
