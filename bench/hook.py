@@ -43,7 +43,41 @@ PROMPTS = (
     "I'm about to deploy the billing service, anything I should know?",
     "Where is the deployment runbook?",
     "Who approves new vendor contracts?",
+    "What language is the Sierra mobile app written in?",
+    "Who owns the billing reports API?",
+    "When does Soylent Systems's contract renew?",
+    "Who does Maya Lee report to?",
+    "Where do Loki alerts for the billing gateway worker go?",
+    "How often should we bill Riverside Systems?",
+    "What caused the recommendations API outage?",
+    "Can I deploy on Friday afternoon?",
+    "Who took over the Globe Foods account?",
+    "When was Dune mobile app 1.7 released?",
+    "Does Sara Ali have production access to the Willow desktop client?",
+    "How does Bluebird Health pay its invoices?",
+    "What should I run before deploying the pricing worker?",
+    "Who handles the Tyrell & Co account?",
+    "Why did Stonebridge Labs's invoices go out late?",
+    "What is Priya Cheng planning with Pinnacle Energy?",
+    "What happens if Adatum Systems reports a critical bug?",
+    "Where are card numbers stored for the Tempest desktop client?",
+    "Which language is the Echo admin console written in?",
+    "Who does Sara Brandt report to?",
+    "Let's refactor the scheduling service export job today",
+    "Can you help me write a unit test for the invoice parser?",
+    "What's the status of the Summit Logistics renewal?",
+    "Tell me about Grace Baker",
+    "fix the flaky test in the payments module please",
+    "Is RabbitMQ on staging still used by the notifications worker?",
+    "Who is on call for the search API this week?",
+    "what port does the admin console listen on",
+    "Remind me how we version the public SDK",
+    "Summarise what we know about Ironbark Foods",
+    "How do I rotate the API keys for the billing gateway?",
+    "Why is the checkout page slow on mobile?",
 )
+"""Distinct prompts: the service keeps what it computed for a prompt it saw, so a repeated one would
+time its memo, not its work. The warm rows use each at most once (after the first two)."""
 # Nothing may reach a provider: the no-LLM path is what is measured.
 _LLM_VARS = (
     "OPENROUTER_API_KEY",
@@ -146,6 +180,14 @@ def wait_warm(home: Path, timeout_s: float = 120) -> dict[str, object]:
             return health
         time.sleep(0.1)
     raise SystemExit("The service did not start; see its log under OCTYBOT_HOME/debug.")
+
+
+def wait_primed(home: Path, timeout_s: float = 60) -> None:
+    """Until the service's background priming of an opened database is done (a second or two, while
+    a user reads the first answer): warm prompts are timed on a settled service."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and client.health_at(home).get("priming"):
+        time.sleep(0.1)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -268,10 +310,11 @@ def run(db: Path, runs: int, budget_s: float) -> str:
         first_db, _ = bench.prompt(PROMPTS[0])  # starts the service and waits for it
         wait_warm(bench.home)
         bench.prompt(PROMPTS[1])  # the OS caches the database's pages
+        wait_primed(bench.home)
         warm: list[float] = []
         empty = 0
         for i in range(runs):
-            ms, text = bench.prompt(PROMPTS[i % len(PROMPTS)])
+            ms, text = bench.prompt(PROMPTS[2 + i % (len(PROMPTS) - 2)])
             warm.append(ms)
             empty += not text
         # Read now: the hand-offs below are calls too, and would make the service's median theirs.
@@ -395,6 +438,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="profile database to reuse or build (default: in the user cache, one per size)",
     )
     args = parser.parse_args(argv)
+    if args.runs > len(PROMPTS) - 2:
+        print(f"--runs: at most {len(PROMPTS) - 2} (one distinct prompt each).", file=sys.stderr)
+        return 1
     if args.runs < 1 or args.nodes < 1:
         print("--runs and --nodes must be at least 1.", file=sys.stderr)
         return 1
