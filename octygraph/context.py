@@ -73,6 +73,8 @@ class Context:
     """The run's id (its trace id): names what this run wrote, so its own retrieval can leave it out."""
     _gazetteer: Any = field(default=None, init=False, repr=False, compare=False)
     _written: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    ahead: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """Work a node started for a later one of the same run (e.g. the safety nets' searches), by name."""
 
     def memory(self) -> GraphStore:
         """The memory store, opened on first use when none was given."""
@@ -109,6 +111,7 @@ class Context:
             if self.run_id != run_id:
                 self.run_id = run_id
                 self._written.clear()
+                self.ahead.clear()
 
     def note_written(self, ids: list[str]) -> None:
         """Record memories this run stored or superseded (the store half, while the retrieve half runs)."""

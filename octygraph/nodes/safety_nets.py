@@ -30,6 +30,9 @@ GLOBAL_LIMIT = 40
 GLOBAL_POOL = 2000
 INSTRUCTION_POOL = 150
 
+Nets = tuple[list[Record], dict[str, int]]
+"""What the nets found, and how many records each net gave."""
+
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'&.-]*(?:\s+[A-Z][\w'&.-]*)*")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
@@ -65,7 +68,7 @@ def _global_instructions(store: GraphStore) -> list[Node]:
     return nodes
 
 
-def _nets(store: GraphStore, prompt: str) -> tuple[list[Record], dict[str, int]]:
+def _nets(store: GraphStore, prompt: str) -> Nets:
     qvec = store.embed_query(prompt)
     records: list[Record] = []
     counts: dict[str, int] = {}
@@ -107,6 +110,15 @@ def _nets(store: GraphStore, prompt: str) -> tuple[list[Record], dict[str, int]]
     return records, counts
 
 
+def start_nets(ctx: Context, prompt: str) -> None:
+    """Run the nets now, beside the retrieve loop: they read only the prompt and the store, and their
+    searches (SQLite, NumPy) leave the interpreter to the loop's. `safety_nets` takes the result."""
+    task: asyncio.Task[Nets] = asyncio.ensure_future(asyncio.to_thread(_nets, ctx.memory(), prompt))
+    # A run cut short never awaits it: its failure is the run's to report only if it gets that far.
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    ctx.ahead["safety_nets"] = (prompt, task)
+
+
 @timed("safety_nets")
 async def safety_nets(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Add what the loop may have missed: relevant instructions, broad matches, global rules."""
@@ -116,7 +128,11 @@ async def safety_nets(state: PipelineState, runtime: Runtime[Context]) -> dict[s
         classification is not None and not classification.operations.retrieve
     ):
         return {}
-    records, counts = await asyncio.to_thread(_nets, runtime.context.memory(), prompt)
+    started = runtime.context.ahead.pop("safety_nets", None)
+    if started is not None and started[0] == prompt:
+        records, counts = await started[1]
+    else:
+        records, counts = await asyncio.to_thread(_nets, runtime.context.memory(), prompt)
     summary = ", ".join(f"{k}={v}" for k, v in counts.items())
     return {
         "retrieved": records,
