@@ -21,14 +21,21 @@ _GATE_THREADS = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="oct
 """Its own threads: a classify thread waits for the gate's verdict, so the two never share a pool."""
 
 
+def start_gate(prompt: str) -> concurrent.futures.Future[bool]:
+    """The storage gate's verdict on `prompt`, computed in the background; put it in
+    `Context.ahead["gate"]` as `(prompt, future)` for `classify` to take."""
+    return _GATE_THREADS.submit(has_durable, prompt)
+
+
 @timed("classify")
 async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Classify each sentence (LLM, in parallel) and merge; fall back to the deterministic classifier."""
     ctx = runtime.context
     prompt = state.get("prompt", "")
     # The storage gate's model call releases the GIL: it runs beside the sentence rules, on the
-    # second core, instead of after them.
-    gate = _GATE_THREADS.submit(has_durable, prompt)
+    # second core, instead of after them (started with the run when the runner could).
+    started = ctx.ahead.pop("gate", None)
+    gate = started[1] if started is not None and started[0] == prompt else start_gate(prompt)
     offline = await asyncio.to_thread(_classify_offline, ctx, prompt, gate.result)
     if ctx.store_only:
         offline_layer = {"classify": layer("offline", "the Stop hook classifies without a model")}
