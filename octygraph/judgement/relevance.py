@@ -87,7 +87,8 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(m.group().strip("`").lower() for m in _IDENT.finditer(text))
 
 
-def _trigger(memory: MemoryText) -> str | None:
+def trigger_clause(memory: MemoryText) -> str | None:
+    """The activity a rule is for ("... before deploying" -> "deploying"); None for other memories."""
     if memory.type != "instruction":
         return None
     m = _TRIGGER.search(memory.content.rstrip(" .!"))
@@ -105,7 +106,7 @@ def relevance_features(
         return np.zeros((0, len(FEATURE_NAMES)), dtype=np.float32)
     segs = segments(prompt)
     prose = [s.text for s in segs if not s.machine][:MAX_PROMPT_SEGMENTS]
-    triggers = [_trigger(m) for m in memories]
+    triggers = [trigger_clause(m) for m in memories]
     texts = [prompt[:4000], *prose, *(m.content for m in memories), *(t for t in triggers if t)]
     vectors = embed(texts)
     k = 1 + len(prose) + len(memories)
@@ -206,7 +207,7 @@ class RelevanceModel:
         col = FEATURE_NAMES.index
         triggered = np.array(
             [
-                _trigger(m) is not None
+                trigger_clause(m) is not None
                 and rows[i, col("rule_topic")] >= TRIGGER_MATCH
                 and rows[i, col("prompt_short")] == 0.0
                 and rows[i, col("prompt_machine_share")] < 0.5

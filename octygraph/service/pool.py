@@ -74,7 +74,7 @@ def prime_rule_triggers(store: AdminStore) -> int:
     its critical path. Runs in the background once per database; returns how many were embedded.
     """
     from octygraph.judgement import vectors
-    from octygraph.judgement.relevance import MemoryText, _trigger
+    from octygraph.judgement.relevance import MemoryText, trigger_clause
 
     try:
         rules = store.list_nodes(types=["instruction"], limit=MAX_RULES, include_superseded=False)
@@ -82,7 +82,9 @@ def prime_rule_triggers(store: AdminStore) -> int:
         return 0
     clauses = list(
         dict.fromkeys(
-            t for n in rules if (t := _trigger(MemoryText(n.content, "instruction"))) is not None
+            t
+            for n in rules
+            if (t := trigger_clause(MemoryText(n.content, "instruction"))) is not None
         )
     )
     for start in range(0, len(clauses), TRIGGER_BATCH):
