@@ -21,10 +21,11 @@ _GATE_THREADS = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="oct
 """Its own threads: a classify thread waits for the gate's verdict, so the two never share a pool."""
 
 
-def start_gate(prompt: str) -> concurrent.futures.Future[bool]:
-    """The storage gate's verdict on `prompt`, computed in the background; put it in
-    `Context.ahead["gate"]` as `(prompt, future)` for `classify` to take."""
-    return _GATE_THREADS.submit(has_durable, prompt)
+def start_gate(prompt: str, *, assistant: bool = False) -> concurrent.futures.Future[bool]:
+    """The storage gate's verdict on `prompt` (an assistant's reply with `assistant`, as the Stop hook
+    sends), computed in the background; put it in `Context.ahead["gate"]` as `(prompt, future)` for
+    `classify` to take."""
+    return _GATE_THREADS.submit(has_durable, prompt, assistant=assistant)
 
 
 @timed("classify")
@@ -35,20 +36,20 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     # The storage gate's model call releases the GIL: it runs beside the sentence rules, on the
     # second core, instead of after them (started with the run when the runner could).
     started = ctx.ahead.pop("gate", None)
-    gate = started[1] if started is not None and started[0] == prompt else start_gate(prompt)
+    gate = (
+        started[1]
+        if started is not None and started[0] == prompt
+        else start_gate(prompt, assistant=ctx.store_only)
+    )
     offline = await asyncio.to_thread(_classify_offline, ctx, prompt, gate.result)
     if ctx.store_only:
         offline_layer = {"classify": layer("offline", "the Stop hook classifies without a model")}
         # The Stop hook: what the assistant reported is only stored, never used to retrieve, and only
-        # when it reports something done or decided with lasting effect (not narration or next steps).
-        durable = await asyncio.to_thread(has_durable, prompt, assistant=True)
+        # when it reports something done or decided with lasting effect (not narration or next steps):
+        # the gate read it as a reply, so `offline` already says whether to store.
         return {
             "classification": offline.model_copy(
-                update={
-                    "operations": offline.operations.model_copy(
-                        update={"retrieve": False, "store": durable}
-                    )
-                }
+                update={"operations": offline.operations.model_copy(update={"retrieve": False})}
             ),
             "layers": offline_layer,
         }
