@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -424,6 +425,14 @@ def run(db: Path, runs: int, budget_s: float) -> str:
     return "\n".join(out)
 
 
+def editable_install() -> bool:
+    """Whether the octygraph being timed runs from a checkout (`pip install -e`), not site-packages."""
+    import octygraph
+
+    installed = Path(sysconfig.get_paths()["purelib"]).resolve()
+    return installed not in Path(octygraph.__file__).resolve().parents
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20, help="timed calls per mode")
@@ -450,6 +459,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     compile_package()
     load = os.getloadavg()
     print(f"{args.nodes} nodes ({db}); load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}\n")
+    if editable_install():
+        # Its import finder runs at the start of every Python process, hooks included.
+        print(
+            "Note: octygraph is an editable install here, which slows every new process's start "
+            "(see `python -c pass`); run this with the Python of a regular install (pipx, uv tool, "
+            "pip install .) for the figures users get.\n"
+        )
     print(run(db, args.runs, args.budget))
     return 0
 
