@@ -61,9 +61,13 @@ def _third_person(verb: str) -> str:
     if verb in _IRREGULAR:
         return _IRREGULAR[verb]
     already = verb.endswith("s") and not verb.endswith("ss")
-    if verb in _NOT_VERBS or verb in _IRREGULAR_PAST or "'" in verb or already:
-        return verb
-    if verb.endswith(("ed", "ll")):
+    if (
+        verb in _NOT_VERBS
+        or verb in _IRREGULAR_PAST
+        or "'" in verb
+        or already
+        or verb.endswith(("ed", "ll"))
+    ):
         return verb
     if verb.endswith(("sh", "ch", "ss", "x", "o", "z")):
         return verb + "es"
