@@ -1,4 +1,4 @@
-"""The `octygraph` console script.
+"""The `octygraph` command (`scripts/octygraph` calls `main`).
 
 `octygraph hook prompt|stop|session-start` is what Claude Code runs on every prompt, as a new process:
 it is routed to the thin client before typer, rich, LangChain or NumPy are imported. Every other command goes to the
@@ -14,7 +14,7 @@ HOOK_EVENTS = ("prompt", "stop", "session-start")
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """What the `octygraph` command runs (`scripts/octygraph`)."""
     args = sys.argv[1:3]
     if len(args) == 2 and args[0] == "hook" and args[1] in HOOK_EVENTS and len(sys.argv) == 3:
         if os.environ.get("OCTY_NO_HOOKS") == "1":

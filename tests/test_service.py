@@ -27,11 +27,14 @@ from typing import Any
 
 import pytest
 
+import octygraph
 from octygraph.service import client, protocol
 from octygraph.store import MemoryStore, StoreError
 
 BUDGET_S = "30"  # generous: these machines are often busy
 HEAVY = ("typer", "rich", "langchain_core", "langgraph", "numpy", "onnxruntime", "pydantic")
+OCTYGRAPH = Path(sys.executable).parent / "octygraph"
+"""The installed command, the one Claude Code runs."""
 
 
 def _payload(prompt: str, cwd: Path, session: str = "s-1") -> str:
@@ -79,13 +82,13 @@ class Env:
     def hook(
         self, prompt: str, project: str = "alpha", *, flags: tuple[str, ...] = (), **extra: str
     ) -> subprocess.CompletedProcess[str]:
-        """The prompt hook through the console-script entry, as a new process.
+        """The prompt hook through the installed `octygraph` command, as a new process.
 
         Each call is its own session: within one session a memory is injected only once.
         """
         cwd = self.folder(project)
         return subprocess.run(
-            [sys.executable, *flags, "-m", "octygraph.entry", "hook", "prompt"],
+            [sys.executable, *flags, str(OCTYGRAPH), "hook", "prompt"],
             input=_payload(prompt, cwd, session=f"s-{uuid.uuid4().hex[:8]}"),
             capture_output=True,
             text=True,
@@ -95,7 +98,7 @@ class Env:
         )
 
     def served_hook(
-        self, prompt: str, project: str = "alpha", *, flags: tuple[str, ...] = ()
+        self, prompt: str, project: str = "alpha", *, flags: tuple[str, ...] = (), **extra: str
     ) -> subprocess.CompletedProcess[str]:
         """A hook call that the warm service answered.
 
@@ -105,7 +108,7 @@ class Env:
         for _ in range(3):
             assert self.wait(lambda h: h["running"] and h.get("warm")), "no warm service"
             before = self.health()
-            result = self.hook(prompt, project, flags=flags)
+            result = self.hook(prompt, project, flags=flags, **extra)
             after = self.health()
             if after.get("pid") == before["pid"] and after["requests"] == before["requests"] + 1:
                 return result
@@ -231,7 +234,12 @@ def test_warm_service_serves_hooks_and_status_and_stop(env: Env) -> None:
 def test_thin_client_imports_nothing_heavy(env: Env) -> None:
     _remember(env, "Maria owns the billing service", "alpha", "Maria")
     env.start()
-    result = env.served_hook("Who owns the billing service?", flags=("-X", "importtime"))
+    # Without `site` (-S), every import listed is the command's own, whatever the environment's
+    # start-up files load (an editable install's import finder loads `re`, for one).
+    package_root = str(Path(octygraph.__file__).resolve().parent.parent)
+    result = env.served_hook(
+        "Who owns the billing service?", flags=("-S", "-X", "importtime"), PYTHONPATH=package_root
+    )
     assert result.returncode == 0
     assert "Maria owns the billing service" in _context(result.stdout)
     imported = {
@@ -241,8 +249,9 @@ def test_thin_client_imports_nothing_heavy(env: Env) -> None:
     }
     assert "octygraph" in imported and "_socket" in imported
     assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
-    # Nor the pure-Python wrappers of what it needs (their enums and regexes cost milliseconds).
-    wrappers = {"socket", "base64", "typing", "json"}
+    # Nor the pure-Python wrappers of what it needs (their enums and regexes cost milliseconds), nor
+    # `re`, which the wrapper an installer writes for an entry point would import (scripts/octygraph).
+    wrappers = {"socket", "base64", "typing", "json", "re"}
     assert not imported & wrappers, sorted(imported & wrappers)
 
 

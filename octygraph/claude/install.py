@@ -470,7 +470,7 @@ def install(
             folder itself (`user_claude_dir()`), created when missing.
         settings: Resolved settings; `settings.project_id` is pinned into the hook commands (not with
             `user_scope`).
-        executable: Absolute path of the `octygraph` console script to run from the hooks.
+        executable: Absolute path of the `octygraph` command to run from the hooks.
         user_scope: Install for every project: no project id pinned, no project folders created.
 
     Returns:

@@ -1,4 +1,4 @@
-"""The `octygraph` command line: `app` (typer) and `main`, the console-script entry point.
+"""The `octygraph` command line: `app` (typer) and `main`, which the command runs for all but the hooks.
 
 `common` holds what the command modules share; `app` the top-level commands; `memory` the memory group.
 """

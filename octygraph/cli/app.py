@@ -161,7 +161,7 @@ def doctor(
 
 
 def main() -> None:
-    """Console-script entry point: every error ends as one sentence and exit code 1."""
+    """The command line's entry: every error ends as one sentence and exit code 1."""
     from octygraph.cli_guard import run
 
     run(app)
