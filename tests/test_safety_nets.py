@@ -1,12 +1,19 @@
-"""The global-instruction net reads the rules once per change of the database, and sees every change."""
+"""The safety nets run once per prompt; the global-instruction net reads the rules
+once per change of the database, and sees every change."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
+import pytest
+
+from octygraph.nodes import safety_nets
 from octygraph.nodes.safety_nets import _global_instructions
+from octygraph.runner import RunOptions, run_prompt
 from octygraph.services import open_store
 from octygraph.settings import Settings
+from octygraph.traces import load_trace
 
 
 def _contents(store: object) -> set[str]:
@@ -35,3 +42,24 @@ def test_global_rules_are_read_again_after_any_write(home: Path) -> None:
             "Never push to main directly",
             "Write commit messages in English",
         }
+
+
+def test_the_nets_run_once_a_prompt(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = Settings.from_env(project_id="nets")
+    calls: list[str] = []
+    real = safety_nets._nets
+
+    def counted(store: object, prompt: str) -> safety_nets.Nets:
+        calls.append(prompt)
+        return real(store, prompt)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(safety_nets, "_nets", counted)
+    question = "How do we deploy the billing service?"
+    with open_store(settings) as store:
+        store.add_node("instruction", "Always run the tests before deploying", scope=1.0)
+        asked = asyncio.run(run_prompt(question, settings, store, RunOptions(offline=True)))
+        # The retrieve loop starts them beside its own searches; the nets' node finds them running.
+        assert calls == [question]
+        trace = load_trace(settings.paths.debug_dir, asked["trace_id"])
+        nets = [c for c in trace["tool_calls"] if c["tool"] == "safety_nets"]
+        assert len(nets) == 1 and "global_instructions=1" in nets[0]["result"], nets
