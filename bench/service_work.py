@@ -25,6 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+# First: the service module sets its BLAS thread count before NumPy loads, as in the service.
+from octygraph.service.server import Service  # isort: skip
+
 from hook import _LLM_VARS, PROJECT, PROMPTS, default_cache, percentile
 
 
@@ -32,7 +35,6 @@ async def _answers(home: Path, work: Path) -> tuple[dict[str, str], list[float]]
     from octygraph import hooks
     from octygraph.service import protocol
     from octygraph.service.checkpointers import CheckpointerPool
-    from octygraph.service.server import Service
 
     service = Service(home, 600)
     service._warm_up()
