@@ -280,6 +280,23 @@ def test_a_lasting_outcome_in_a_decorated_list_is_stored_without_the_decoration(
     assert all(not t.lstrip().startswith(("-", "*", "#")) for t in texts), texts
 
 
+def test_a_reply_stores_the_checked_items_of_a_task_list_not_the_pending_ones() -> None:
+    reply = (
+        "Progress on the production set-up:\n"
+        "- [x] Migrated the `orders` table to the Postgres 16 cluster `shop-main`\n"
+        "- [ ] Point the frontend at the production Supabase project\n"
+        "- [ ] Move the Stripe webhook secret into the hosting provider's secrets\n"
+        "1. [ ] Switch the cron jobs to the new worker"
+    )
+    texts = stored_texts(reply, assistant=True)
+    assert any("shop-main" in t for t in texts), texts
+    assert not any("Supabase" in t or "Stripe" in t or "cron" in t for t in texts), texts
+    assert stored_texts("- [ ] Staging database on Neon with daily backups", assistant=True) == []
+    # A user's own checklist is judged as typed.
+    prompt = "- [ ] we deploy the API on Fly.io"
+    assert judged_segments(prompt, assistant=False) == segments(prompt)
+
+
 def test_a_tool_call_marked_line_is_not_stored_as_such() -> None:
     reply = (
         "[tool use] Bash: fly deploy --app reminder-worker\n"

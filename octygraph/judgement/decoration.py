@@ -20,6 +20,8 @@ _TOOL_MARKER: Final = re.compile(
 )
 _BULLET: Final = re.compile(r"^\s*(?:[-*•+>]|\d{1,3}[.)])\s+")
 _CHECKBOX: Final = re.compile(r"^\[[ xX✓✔]\]\s+")
+# An unchecked task-list item, "- [ ] Point the frontend at the new database": work still to do.
+_PENDING: Final = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])?\s*\[ \]\s+")
 # Check/cross marks, arrows used as marks, and pictographs (with their joiners and variation selectors).
 _MARK: Final = (
     "\u2190-\u21ff\u2300-\u23ff\u2460-\u24ff\u25a0-\u27bf\u2900-\u297f\u2b00-\u2bff"
@@ -54,9 +56,13 @@ def plain_reply(reply: str) -> str:
     A decorated list item is kept apart from its neighbours by a blank line, since without its
     bullet the sentence splitter would otherwise join an item that does not end in a full stop to
     the next one. Headings ("## Summary") are left as they are: they are never judged as prose.
+    Unchecked task-list items ("- [ ] ...") are left out: they list work still to do, and from a reply
+    only what was done or decided is remembered.
     """
     out: list[str] = []
     for line in reply.replace("\r\n", "\n").split("\n"):
+        if _PENDING.match(_TOOL_MARKER.sub("", line, count=1)):
+            continue
         if line.lstrip().startswith("#"):
             out.append(line)
             continue
