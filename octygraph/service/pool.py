@@ -149,14 +149,16 @@ class StorePool:
             from octygraph.judgement import vectors
 
             vectors.prime(store.content_vectors(vectors.CACHE_SIZE))
+            # Counted before the thread starts: whoever reads `priming` right after this lease
+            # (a status call, a benchmark waiting for a settled service) must see it under way.
+            with self._guard:
+                self._priming += 1
             threading.Thread(
                 target=self._prime, args=(store,), name="octy-prime", daemon=True
             ).start()
         return store
 
     def _prime(self, store: AdminStore) -> None:
-        with self._guard:
-            self._priming += 1
         try:
             prime_rule_triggers(store)
         except Exception as exc:  # the judge embeds the triggers as it meets them instead
