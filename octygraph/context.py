@@ -73,8 +73,10 @@ class Context:
     """The run's id (its trace id): names what this run wrote, so its own retrieval can leave it out."""
     _gazetteer: Any = field(default=None, init=False, repr=False, compare=False)
     _written: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
-    ahead: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
-    """Work a node started for a later one of the same run (e.g. the safety nets' searches), by name."""
+    _ahead: dict[str, tuple[str, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """Work started early for a later node of the same run, by name: (the prompt it is for, the work)."""
 
     def memory(self) -> GraphStore:
         """The memory store, opened on first use when none was given."""
@@ -111,7 +113,16 @@ class Context:
             if self.run_id != run_id:
                 self.run_id = run_id
                 self._written.clear()
-                self.ahead.clear()
+                self._ahead.clear()
+
+    def start_ahead(self, name: str, prompt: str, work: Any) -> None:
+        """Hand `work` (a future or task) started for `prompt` to the node that will take it by `name`."""
+        self._ahead[name] = (prompt, work)
+
+    def take_ahead(self, name: str, prompt: str) -> Any | None:
+        """The work started for `name` on this very prompt, once; None when none was (or for another)."""
+        started = self._ahead.pop(name, None)
+        return started[1] if started is not None and started[0] == prompt else None
 
     def note_written(self, ids: list[str]) -> None:
         """Record memories this run stored or superseded (the store half, while the retrieve half runs)."""

@@ -196,7 +196,7 @@ async def run_prompt(
         ctx.deadline = deadline
     ctx.begin_run(trace_id)
     # The gate's model call (classify needs it) runs while the run and its graph are set up.
-    ctx.ahead["gate"] = (prompt, start_gate(prompt, assistant=ctx.store_only))
+    ctx.start_ahead("gate", prompt, start_gate(prompt, assistant=ctx.store_only))
     config: RunnableConfig = {
         "configurable": {"thread_id": trace_id},
         "run_name": "octygraph",

@@ -23,8 +23,7 @@ _GATE_THREADS = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="oct
 
 def start_gate(prompt: str, *, assistant: bool = False) -> concurrent.futures.Future[bool]:
     """The storage gate's verdict on `prompt` (an assistant's reply with `assistant`, as the Stop hook
-    sends), computed in the background; put it in `Context.ahead["gate"]` as `(prompt, future)` for
-    `classify` to take."""
+    sends), computed in the background; hand it to `classify` with `Context.start_ahead("gate", ...)`."""
     return _GATE_THREADS.submit(has_durable, prompt, assistant=assistant)
 
 
@@ -35,12 +34,7 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     prompt = state.get("prompt", "")
     # The storage gate's model call releases the GIL: it runs beside the sentence rules, on the
     # second core, instead of after them (started with the run when the runner could).
-    started = ctx.ahead.pop("gate", None)
-    gate = (
-        started[1]
-        if started is not None and started[0] == prompt
-        else start_gate(prompt, assistant=ctx.store_only)
-    )
+    gate = ctx.take_ahead("gate", prompt) or start_gate(prompt, assistant=ctx.store_only)
     offline = await asyncio.to_thread(_classify_offline, ctx, prompt, gate.result)
     if ctx.store_only:
         offline_layer = {"classify": layer("offline", "the Stop hook classifies without a model")}

@@ -116,7 +116,7 @@ def start_nets(ctx: Context, prompt: str) -> None:
     task: asyncio.Task[Nets] = asyncio.ensure_future(asyncio.to_thread(_nets, ctx.memory(), prompt))
     # A run cut short never awaits it: its failure is the run's to report only if it gets that far.
     task.add_done_callback(lambda t: t.cancelled() or t.exception())
-    ctx.ahead["safety_nets"] = (prompt, task)
+    ctx.start_ahead("safety_nets", prompt, task)
 
 
 @timed("safety_nets")
@@ -128,11 +128,8 @@ async def safety_nets(state: PipelineState, runtime: Runtime[Context]) -> dict[s
         classification is not None and not classification.operations.retrieve
     ):
         return {}
-    started = runtime.context.ahead.pop("safety_nets", None)
-    if started is not None and started[0] == prompt:
-        records, counts = await started[1]
-    else:
-        records, counts = await asyncio.to_thread(_nets, runtime.context.memory(), prompt)
+    started = runtime.context.take_ahead("safety_nets", prompt)
+    records, counts = await (started or asyncio.to_thread(_nets, runtime.context.memory(), prompt))
     summary = ", ".join(f"{k}={v}" for k, v in counts.items())
     return {
         "retrieved": records,
