@@ -264,7 +264,7 @@ async def retrieve_loop(
             "layers": {"retrieve_loop": layer("skipped", "the plan's searches found enough")},
         }
     task = prompts.RETRIEVE_TASK.format(
-        prompt=state.get("prompt", ""),
+        prompt=prompt,
         complexity=plan.complexity,
         plan=json.dumps([s.model_dump() for s in plan.steps]),
         entities=", ".join(e.name for e in classification.entities) or "none",
@@ -276,7 +276,7 @@ async def retrieve_loop(
             "retrieve_loop",
             task,
             prompts.RETRIEVE_SYSTEM,
-            state.get("prompt", ""),
+            prompt,
             ctx,
             config,
             max_turns=RETRIEVE_TURNS,
