@@ -357,6 +357,25 @@ def test_vector_cache_matches_sqlite_vec_and_stays_fresh(
         cached.close()
 
 
+def test_superseded_lookups_use_an_index_also_in_older_databases(
+    tmp_path: Path, embedder: LocalEmbeddings
+) -> None:
+    path = tmp_path / "old.db"
+    with MemoryStore.open(path, embedder) as store:
+        with store.transaction() as conn:  # as a database made before the index existed
+            conn.execute("DROP INDEX idx_nodes_superseded")
+    with MemoryStore.open(path, embedder) as store:
+        old = store.add_node("fact", "Peter handles the Anderson account")
+        new = store.supersede(old.id, "Lisa handles the Anderson account")
+        for sql, args in (
+            ("SELECT id FROM nodes WHERE superseded_by IS NOT NULL", ()),
+            ("SELECT id FROM nodes WHERE superseded_by = ?", (new.id,)),
+        ):
+            plan = " ".join(str(r) for r in store._conn.execute(f"EXPLAIN QUERY PLAN {sql}", args))
+            assert "idx_nodes_superseded" in plan
+            assert [r[0] for r in store._conn.execute(sql, args)] == [old.id]
+
+
 def test_integrity_of_a_sound_graph_on_every_backend(store: AdminStore) -> None:
     from octygraph.store.admin import integrity
 

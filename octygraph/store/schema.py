@@ -101,6 +101,14 @@ EDGE_PAIR_INDEX = (
     "CREATE INDEX IF NOT EXISTS idx_edges_pair ON edges(source_id, target_id, edge_type)"
 )
 
+# Without it every "which nodes are superseded / replaced this one?" scans all nodes: the service's
+# vector cache asks after each write, and superseding asks on every version change. Partial, so it
+# holds only the few replaced nodes; with `id`, those questions are answered from the index alone.
+SUPERSEDED_INDEX = (
+    "CREATE INDEX IF NOT EXISTS idx_nodes_superseded ON nodes(superseded_by, id) "
+    "WHERE superseded_by IS NOT NULL"
+)
+
 
 def vec_ddl(dim: int) -> str:
     """The sqlite-vec index: one row per node (rowid = nodes.rowid), filterable by type and activity."""

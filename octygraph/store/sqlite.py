@@ -49,6 +49,7 @@ from octygraph.store.schema import (
     EDGE_PAIR_INDEX,
     SCHEMA_VERSION,
     SUBTYPES,
+    SUPERSEDED_INDEX,
     vec_ddl,
 )
 from octygraph.store.vector_cache import VectorCache, cache_for, note_write, write_count
@@ -312,9 +313,10 @@ class MemoryStore(StoreBase):
                         ("created_at", utcnow()),
                     ],
                 )
-        # The duplicate-edge check needs this index; databases made before it existed get it here.
+        # Indexes added after the first schema; databases made before them get them here.
         with self.transaction():
             conn.execute(EDGE_PAIR_INDEX)
+            conn.execute(SUPERSEDED_INDEX)
         try:
             with self.transaction():
                 conn.execute(ENTITY_NAME_UNIQUE)
