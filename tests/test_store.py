@@ -357,6 +357,37 @@ def test_vector_cache_matches_sqlite_vec_and_stays_fresh(
         cached.close()
 
 
+def test_vector_cache_grows_in_place_without_moving_rows_it_handed_out(
+    tmp_path: Path, embedder: LocalEmbeddings
+) -> None:
+    # The service's cache appends each run's new vectors into spare room instead of copying the
+    # whole matrix; crossing that room's end must lose nothing and leave earlier rows where they were.
+    store = MemoryStore.open(tmp_path / "grow.db", embedder)
+    store.enable_vector_cache()
+    try:
+        first = store.add_node("fact", "Peter handles the Anderson account")
+        assert store.search("who handles Anderson", mode="vector")[0].node.id == first.id
+        cache = store._vector_cache
+        assert cache is not None
+        handed_out = store._vectors_of([first.id])[first.id]
+        before = handed_out.copy()
+        added = []
+        for batch in range(6):  # 300 more, in the small steps runs write in
+            added += store.add_nodes(
+                [NewNode("fact", f"Service {batch}-{i} is owned by team {i % 7}") for i in range(50)]
+            )
+            store.search("who owns service", mode="vector")
+        assert np.array_equal(handed_out, before)
+        stored = dict(store.vectors_by_id())
+        assert cache.matrix is not None and cache.matrix.shape == (301, embedder.dim)
+        assert cache.ids == [first.id, *(n.id for n in added)]
+        assert np.array_equal(cache.matrix, np.stack([stored[i] for i in cache.ids]))
+        newest = added[-1]
+        assert store.search(newest.content, mode="vector")[0].node.id == newest.id
+    finally:
+        store.close()
+
+
 def test_superseded_lookups_use_an_index_also_in_older_databases(
     tmp_path: Path, embedder: LocalEmbeddings
 ) -> None:

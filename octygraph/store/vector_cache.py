@@ -53,6 +53,7 @@ class VectorCache:
     types: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
     active: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     matrix: np.ndarray | None = None
+    _spare: np.ndarray | None = None  # the buffer `matrix` is the front of (see `_append`)
     max_rowid: int = 0
     index: dict[str, int] = field(default_factory=dict)
     seen: dict[int, tuple[int, int]] = field(default_factory=dict)
@@ -92,11 +93,7 @@ class VectorCache:
                     len(rows), -1
                 )
                 start = len(self.ids)
-                self.matrix = (
-                    mat.copy()
-                    if self.matrix is None or start == 0
-                    else np.vstack([self.matrix, mat])
-                )
+                self._append(mat, start)
                 self.rowids = np.concatenate(
                     [self.rowids, np.array([r[0] for r in rows], dtype=np.int64)]
                 )
@@ -125,7 +122,28 @@ class VectorCache:
         self.types = np.zeros(0, dtype=object)
         self.active = np.zeros(0, dtype=bool)
         self.matrix = None
+        self._spare = None
         self.index = {}
+
+    def _append(self, rows: np.ndarray, start: int) -> None:
+        """`matrix` grows by `rows`, written into spare capacity: after a run's write of a memory or
+        two, copying the whole matrix (30 MB at 20,000 nodes) would cost the next prompt a few ms.
+        Rows already in `matrix` never move, so views handed out by `vectors` stay valid."""
+        end = start + len(rows)
+        spare = self._spare
+        if (
+            spare is None
+            or self.matrix is None
+            or start == 0
+            or spare.shape[0] < end
+            or spare.shape[1] != rows.shape[1]
+        ):
+            grown = np.empty((end + max(256, end // 8), rows.shape[1]), dtype=np.float32)
+            if self.matrix is not None and start:
+                grown[:start] = self.matrix
+            spare = self._spare = grown
+        spare[start:end] = rows
+        self.matrix = spare[:end]
 
     def knn(
         self, query: np.ndarray, k: int, types: Sequence[str] | None, include_superseded: bool
