@@ -42,7 +42,7 @@ from octygraph.judgement.shape import FEATURE_NAMES
 from training.common import HERE, embed, held_out, precision_recall, read_jsonl
 
 SETS = HERE / "storage"
-REPLY_SETS = frozenset({"assistant_reports.jsonl"})
+REPLY_SETS = frozenset({"assistant_reports.jsonl", "assistant_b.jsonl"})
 """Sets in the decorated register of real replies: only the assistant network is fitted on them."""
 OUT = HERE.parent / "octygraph" / "data" / GATE_FILE
 REPORT = HERE / "gate_report.json"
