@@ -420,6 +420,29 @@ def test_the_gate_generalises_to_the_held_out_part_of_its_training_set() -> None
 # ----------------------------------------------------------------------------- what is injected
 
 
+def test_bars_past_twelve_sentences_follow_the_tail_of_the_non_durable_scores() -> None:
+    from training.train_gate import COUNTED_SEGMENTS, bars_by_length
+
+    # Non-durable scores whose log-odds have an exponential top (scale 1.4), as the gate's do; the bars
+    # are set from 1,200 of them, as from the reply sentences, and checked on a million more.
+    rng = np.random.default_rng(3)
+
+    def scores(n: int) -> np.ndarray:
+        return 1 / (1 + np.exp(-(rng.normal(-4.0, 1.5, n) + rng.exponential(1.4, n))))
+
+    fitted = scores(1200)
+    bars, scale = bars_by_length(np.zeros(1200, dtype=bool), fitted, 0.05)
+    assert len(bars) == 48 and bars == sorted(bars) and bars[-1] <= 0.999
+    assert all(b > bars[COUNTED_SEGMENTS - 1] for b in bars[COUNTED_SEGMENTS:])
+    assert 1.0 < scale < 2.5
+    fresh = scores(1_000_000)
+    for k in (12, 24, 48):
+        kept = float((fresh >= bars[k - 1]).mean())
+        # About the 5%/k the bar aims at (an estimate from 1,200 scores), not the 5%/12 of the
+        # 12-sentence bar nor far below.
+        assert 0.05 / k / 5 < kept <= 1.5 * 0.05 / k, (k, kept)
+
+
 def test_relevance_is_a_probability_that_prefers_the_memory_the_prompt_needs() -> None:
     model = relevance_model()
     memories = [

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from octygraph.judgement.gate import GATE_FILE, KINDS, blend, gate_features, judged_segments
 from octygraph.judgement.linear import Logistic, Mlp, save_logistic, save_mlp
 from octygraph.judgement.ngrams import N_FEATURES, hashed_ngrams
-from octygraph.judgement.segments import Segment, segments
+from octygraph.judgement.segments import MAX_SEGMENTS, Segment, segments
 from octygraph.judgement.shape import FEATURE_NAMES
 from training.common import HERE, embed, held_out, precision_recall, read_jsonl
 
@@ -57,7 +57,12 @@ BAR_MARGIN = 0.03
 on their held-out part no clean training message stored anything, while on real developer prompts the
 bars alone stored something for 6-7% of clean prompts (development split, message level, 2026-11-23);
 +0.03 brought that to 3.6% there. One number for every length and source, not a per-pattern fix."""
-MAX_SEGMENTS = 12
+COUNTED_SEGMENTS = 12
+"""Lengths whose bar is read off the out-of-fold scores directly; at 5%/k of about 1,200 non-durable
+reply sentences, longer messages would leave fewer than five sentences above the bar to read it from."""
+TAIL_FROM = 0.9
+"""The non-durable scores' tail is fitted above this quantile (see `tail_scale`)."""
+MAX_BAR = 0.999
 SEED = 7
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -263,25 +268,49 @@ def out_of_fold(
     return p
 
 
-def bars_by_length(y: np.ndarray, p: np.ndarray, max_false_store: float) -> list[float]:
+def tail_scale(negatives: np.ndarray) -> float:
+    """How fast the non-durable scores thin out at the top, on the log-odds scale.
+
+    Above their `TAIL_FROM` quantile u, the log-odds z of the out-of-fold non-durable scores are
+    modelled as u plus an exponential excess (the peaks-over-threshold tail with shape 0); its scale
+    is the mean excess. Then P(z > u + s * t) = (1 - TAIL_FROM) * exp(-t): keeping 1/m as many
+    sentences needs a bar s * ln(m) higher.
+    """
+    z = np.log(np.clip(negatives, 1e-6, 1 - 1e-6) / (1 - np.clip(negatives, 1e-6, 1 - 1e-6)))
+    u = float(np.quantile(z, TAIL_FROM))
+    return float(np.mean(z[z > u] - u))
+
+
+def bars_by_length(
+    y: np.ndarray, p: np.ndarray, max_false_store: float
+) -> tuple[list[float], float]:
     """Per message length k (prose segments, 1..`MAX_SEGMENTS`), the bar each segment must clear.
 
     One wrongly kept sentence is enough to store junk, and a k-sentence message gives k chances, so
     the bar for a k-segment message is the lowest one that keeps at most `max_false_store / k` of the
     out-of-fold non-durable segments: a message of any length is stored wrongly at most about
     `max_false_store` of the time. Set by the false-keep rate, not an F score, because a wrong memory
-    costs more than a missed one.
+    costs more than a missed one. Up to `COUNTED_SEGMENTS` the bar is read off the scores; beyond, too
+    few of them lie that high, and the bar grows from the last one read as the fitted tail says
+    (`tail_scale`): by s * ln(k / COUNTED_SEGMENTS) on the log-odds scale. Assistant replies
+    run to 18 prose sentences at the median, so most of them are judged there. Also returns s.
     """
     negatives = p[~y]
     bars: list[float] = []
-    for k in range(1, MAX_SEGMENTS + 1):
+    for k in range(1, COUNTED_SEGMENTS + 1):
         bar = 0.99
         for t in np.arange(0.3, 0.99, 0.01):
             if (negatives >= t).mean() <= max_false_store / k:
                 bar = round(float(t), 2)
                 break
         bars.append(max(bar, bars[-1]) if bars else bar)
-    return [round(min(0.99, bar + BAR_MARGIN), 2) for bar in bars]
+    bars = [round(min(0.99, bar + BAR_MARGIN), 2) for bar in bars]
+    last = float(np.log(bars[-1] / (1 - bars[-1])))
+    scale = tail_scale(negatives)
+    for k in range(COUNTED_SEGMENTS + 1, MAX_SEGMENTS + 1):
+        z = last + scale * np.log(k / COUNTED_SEGMENTS)
+        bars.append(round(min(MAX_BAR, float(1 / (1 + np.exp(-z)))), 3))
+    return bars, scale
 
 
 def log_loss(y: np.ndarray, p: np.ndarray) -> float:
@@ -337,10 +366,11 @@ def main() -> int:
     wording_c = min(blend_losses, key=lambda c: blend_losses[c])
     p_oof = oof[alpha].copy()
     p_oof[user_t] = blend(oof[alpha][user_t], wording_oof[wording_c])
-    bars = {
-        s: bars_by_length(yt[sources[train] == s], p_oof[sources[train] == s], args.max_false_store)
-        for s in ("user", "assistant")
-    }
+    bars: dict[str, list[float]] = {}
+    tails: dict[str, float] = {}
+    for s in ("user", "assistant"):
+        mine = sources[train] == s
+        bars[s], tails[s] = bars_by_length(yt[mine], p_oof[mine], args.max_false_store)
     thresholds = {s: b[0] for s, b in bars.items()}  # a one-sentence message
 
     durable = _fit_durable(xt, yt, alpha)
@@ -366,6 +396,7 @@ def main() -> int:
         "max_false_store": args.max_false_store,
         "bar_margin": BAR_MARGIN,
         "bars_by_segments": bars,
+        "tail_scale": {},
         "by_source": {},
     }
     p_test = durable.proba(x[test])
@@ -384,7 +415,10 @@ def main() -> int:
         functools.partial(_fit_durable, alpha=alpha), xa[~test_a], ya[~test_a], folds_a
     )
     own = sources_a[~test_a] == "assistant"
-    bars["assistant"] = bars_by_length(ya[~test_a][own], p_oof_a[own], args.max_false_store)
+    bars["assistant"], tails["assistant"] = bars_by_length(
+        ya[~test_a][own], p_oof_a[own], args.max_false_store
+    )
+    report["tail_scale"] = {s: round(v, 3) for s, v in tails.items()}
     thresholds["assistant"] = bars["assistant"][0]
     durable_assistant = _fit_durable(xa[~test_a], ya[~test_a], alpha)
     p_test_a = durable_assistant.proba(xa[test_a])
