@@ -351,7 +351,7 @@ def run(db: Path, runs: int, budget_s: float) -> str:
             t0 = time.perf_counter()
             subprocess.run([sys.executable, "-c", "pass"], check=True)
             floor.append((time.perf_counter() - t0) * 1000)
-        rows = [
+        rows: list[list[object]] = [
             [
                 "prompt, service warm",
                 *(f"{percentile(warm, q):.0f}" for q in (0.5, 0.9)),

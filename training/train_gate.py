@@ -29,6 +29,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -276,7 +277,8 @@ def tail_scale(negatives: np.ndarray) -> float:
     is the mean excess. Then P(z > u + s * t) = (1 - TAIL_FROM) * exp(-t): keeping 1/m as many
     sentences needs a bar s * ln(m) higher.
     """
-    z = np.log(np.clip(negatives, 1e-6, 1 - 1e-6) / (1 - np.clip(negatives, 1e-6, 1 - 1e-6)))
+    p = np.clip(negatives, 1e-6, 1 - 1e-6)
+    z = np.log(p / (1 - p))
     u = float(np.quantile(z, TAIL_FROM))
     return float(np.mean(z[z > u] - u))
 
@@ -464,7 +466,8 @@ def main() -> int:
     save_logistic(arrays, "wording", wording)
     save_logistic(arrays, "kind", kind)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(args.out, **arrays)
+    # Any: numpy's stubs would otherwise match the arrays against savez's allow_pickle keyword.
+    np.savez_compressed(args.out, **cast(dict[str, Any], arrays))
     REPORT.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report, indent=1))
     return 0
