@@ -373,10 +373,16 @@ def test_vector_cache_grows_in_place_without_moving_rows_it_handed_out(
         before = handed_out.copy()
         added = []
         for batch in range(6):  # 300 more, in the small steps runs write in
+            held = cache.matrix
             added += store.add_nodes(
-                [NewNode("fact", f"Service {batch}-{i} is owned by team {i % 7}") for i in range(50)]
+                [
+                    NewNode("fact", f"Service {batch}-{i} is owned by team {i % 7}")
+                    for i in range(50)
+                ]
             )
             store.search("who owns service", mode="vector")
+            if batch < 4:  # within the first buffer's spare rows: appended in place, nothing copied
+                assert held is not None and np.shares_memory(cache.matrix, held)
         assert np.array_equal(handed_out, before)
         stored = dict(store.vectors_by_id())
         assert cache.matrix is not None and cache.matrix.shape == (301, embedder.dim)
