@@ -186,6 +186,13 @@ def test_first_person_memories_say_who_spoke() -> None:
         ("I haven't enabled 2FA on npm", "The user hasn't enabled 2FA on npm"),
         ("I discuss releases on Mondays", "The user discusses releases on Mondays"),
         ("keep the layout I laid out before", "Keep the layout the user laid out before"),
+        (
+            "FYI that I'm not running the admin UI locally",
+            "The user is not running the admin UI locally",
+        ),
+        ("btw that the staging db resets nightly", "The staging db resets nightly"),
+        ("fyi that endpoint is deprecated", "That endpoint is deprecated"),
+        ("That I'm on call this week is known", "That the user is on call this week is known"),
     ],
 )
 def test_first_person_verbs_agree_with_the_user(said: str, remembered: str) -> None:

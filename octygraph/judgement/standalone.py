@@ -51,6 +51,12 @@ _SETS_UP: Final = re.compile(
 """A request that sets the project up, and so says what it is ("initialize a rust crate called X")."""
 _EVERY: Final = re.compile(r"(?i)\b(?:every|each|all|any|whenever)\b")
 """... unless it is a rule about such things ("create a new service for every bounded context")."""
+_THAT_CLAUSE: Final = re.compile(
+    r"(?i)^that\s+(?=(?:i|i'm|i've|i'll|i'd|we|we're|we've|we'll|you|you're|they|they're|he|she|"
+    r"it's|there|the|a|an|our|my|your|their|this|these)\b)"
+)
+"""The "that" of "fyi that I'm ...": it opens a clause when a subject follows, not when a noun does
+("fyi that endpoint is deprecated" keeps it)."""
 _THIS_PROJECT: Final = re.compile(
     r"(?i)\b(?:this|our|the\s+current)\s+(repo|repository|project|codebase|app)\b"
 )
@@ -105,7 +111,9 @@ def standalone(text: str, *, speaker: str = "user", project: str | None = None) 
         speaker: "user" for prompts, "assistant" for the Stop hook's reports.
         project: The project id, used for "this repo" / "this project".
     """
-    body, _ = strip_leading_markers(" ".join(text.split()).strip(" -–—:;,"))
+    body, markers = strip_leading_markers(" ".join(text.split()).strip(" -–—:;,"))
+    if markers:
+        body = _THAT_CLAUSE.sub("", body, count=1)
     who = "The assistant" if speaker == "assistant" else "The user"
     whose = who.lower() + "'s"
     if (m := _MID_I.match(" " + body, 1)) is not None:
