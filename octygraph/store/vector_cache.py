@@ -130,17 +130,11 @@ class VectorCache:
         two, copying the whole matrix (30 MB at 20,000 nodes) would cost the next prompt a few ms.
         Rows already in `matrix` never move, so views handed out by `vectors` stay valid."""
         end = start + len(rows)
-        spare = self._spare
-        if (
-            spare is None
-            or self.matrix is None
-            or start == 0
-            or spare.shape[0] < end
-            or spare.shape[1] != rows.shape[1]
-        ):
+        spare = self._spare  # None after `_reset`: then `start` is 0
+        if spare is None or spare.shape[0] < end:
             grown = np.empty((end + max(256, end // 8), rows.shape[1]), dtype=np.float32)
-            if self.matrix is not None and start:
-                grown[:start] = self.matrix
+            if spare is not None:
+                grown[:start] = spare[:start]
             spare = self._spare = grown
         spare[start:end] = rows
         self.matrix = spare[:end]
