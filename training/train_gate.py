@@ -35,7 +35,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from octygraph.judgement.gate import GATE_FILE, KINDS, blend, gate_features, judged_segments
+from octygraph.judgement.gate import (
+    GATE_FILE,
+    KINDS,
+    blend,
+    gate_features,
+    judged_segments,
+    logit,
+)
 from octygraph.judgement.linear import Logistic, Mlp, save_logistic, save_mlp
 from octygraph.judgement.ngrams import N_FEATURES, hashed_ngrams
 from octygraph.judgement.segments import MAX_SEGMENTS, Segment, segments
@@ -277,8 +284,7 @@ def tail_scale(negatives: np.ndarray) -> float:
     is the mean excess. Then P(z > u + s * t) = (1 - TAIL_FROM) * exp(-t): keeping 1/m as many
     sentences needs a bar s * ln(m) higher.
     """
-    p = np.clip(negatives, 1e-6, 1 - 1e-6)
-    z = np.log(p / (1 - p))
+    z = logit(negatives)
     u = float(np.quantile(z, TAIL_FROM))
     return float(np.mean(z[z > u] - u))
 
@@ -295,7 +301,8 @@ def bars_by_length(
     costs more than a missed one. Up to `COUNTED_SEGMENTS` the bar is read off the scores; beyond, too
     few of them lie that high, and the bar grows from the last one read as the fitted tail says
     (`tail_scale`): by s * ln(k / COUNTED_SEGMENTS) on the log-odds scale. Assistant replies
-    run to 18 prose sentences at the median, so most of them are judged there. Also returns s.
+    run to 18 prose sentences at the median, so most of them are judged there. Also returns s
+    (rounded, for the report).
     """
     negatives = p[~y]
     bars: list[float] = []
@@ -307,12 +314,12 @@ def bars_by_length(
                 break
         bars.append(max(bar, bars[-1]) if bars else bar)
     bars = [round(min(0.99, bar + BAR_MARGIN), 2) for bar in bars]
-    last = float(np.log(bars[-1] / (1 - bars[-1])))
+    last = float(logit(np.array(bars[-1])))
     scale = tail_scale(negatives)
     for k in range(COUNTED_SEGMENTS + 1, MAX_SEGMENTS + 1):
         z = last + scale * np.log(k / COUNTED_SEGMENTS)
         bars.append(round(min(MAX_BAR, float(1 / (1 + np.exp(-z)))), 3))
-    return bars, scale
+    return bars, round(scale, 3)
 
 
 def log_loss(y: np.ndarray, p: np.ndarray) -> float:
@@ -368,12 +375,12 @@ def main() -> int:
     wording_c = min(blend_losses, key=lambda c: blend_losses[c])
     p_oof = oof[alpha].copy()
     p_oof[user_t] = blend(oof[alpha][user_t], wording_oof[wording_c])
-    bars: dict[str, list[float]] = {}
-    tails: dict[str, float] = {}
-    for s in ("user", "assistant"):
-        mine = sources[train] == s
-        bars[s], tails[s] = bars_by_length(yt[mine], p_oof[mine], args.max_false_store)
-    thresholds = {s: b[0] for s, b in bars.items()}  # a one-sentence message
+    # The user bars; the assistant's come from the assistant network's own scores (below).
+    mine = sources[train] == "user"
+    user_bars, user_tail = bars_by_length(yt[mine], p_oof[mine], args.max_false_store)
+    bars = {"user": user_bars}
+    tails = {"user": user_tail}
+    thresholds = {"user": user_bars[0]}  # a one-sentence message
 
     durable = _fit_durable(xt, yt, alpha)
     wording = _fit_wording(words[train & user], yt[user_t], wording_c)
@@ -398,7 +405,7 @@ def main() -> int:
         "max_false_store": args.max_false_store,
         "bar_margin": BAR_MARGIN,
         "bars_by_segments": bars,
-        "tail_scale": {},
+        "tail_scale": tails,
         "by_source": {},
     }
     p_test = durable.proba(x[test])
@@ -420,7 +427,6 @@ def main() -> int:
     bars["assistant"], tails["assistant"] = bars_by_length(
         ya[~test_a][own], p_oof_a[own], args.max_false_store
     )
-    report["tail_scale"] = {s: round(v, 3) for s, v in tails.items()}
     thresholds["assistant"] = bars["assistant"][0]
     durable_assistant = _fit_durable(xa[~test_a], ya[~test_a], alpha)
     p_test_a = durable_assistant.proba(xa[test_a])

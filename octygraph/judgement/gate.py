@@ -64,14 +64,15 @@ def gate_features(segs: list[Segment], vectors: np.ndarray, *, assistant: bool) 
     return np.hstack([vectors.astype(np.float32), shapes])
 
 
-def _logit(p: np.ndarray) -> np.ndarray:
+def logit(p: np.ndarray) -> np.ndarray:
+    """Log-odds of probabilities (clipped away from 0 and 1)."""
     p = np.clip(p, 1e-5, 1 - 1e-5)
     return np.asarray(np.log(p / (1 - p)))
 
 
 def blend(p_network: np.ndarray, p_wording: np.ndarray) -> np.ndarray:
     """The two durable votes, averaged as log-odds: either one being sure carries the verdict."""
-    return np.asarray(1.0 / (1.0 + np.exp(-(_logit(p_network) + _logit(p_wording)) / 2)))
+    return np.asarray(1.0 / (1.0 + np.exp(-(logit(p_network) + logit(p_wording)) / 2)))
 
 
 class StorageGate:
