@@ -419,7 +419,8 @@ def main() -> int:
     p_test = durable.proba(x[test])
     user_test = user[test]
     p_test[user_test] = blend(p_test[user_test], wording.proba(words[test & user]))
-    # The assistant network: user prompts plus every assistant set, read as replies.
+    # The assistant network: user prompts (but the user-voice sets) plus every assistant set, read as
+    # replies.
     reply_rows = [
         r for r in load_rows(replies=False, skip=REPLY_SETS | USER_VOICE_SETS) if r.source == "user"
     ] + [r for r in load_rows(replies=True) if r.source == "assistant"]
