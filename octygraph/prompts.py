@@ -14,10 +14,12 @@ NEVER STORE:
 - one-off task requests, even detailed specs or ones worded like rules: "Refactor the payment module to use \
 async/await instead of callbacks", "Run the linter and fix all warnings", "Move the nightly cron jobs", \
 "make sure the endpoint returns 404 when the user is missing";
-- questions ("why is this function slow?");
+- questions, also when worded as a statement ("why is this function slow?", "I'm curious what the roles \
+would be", "I wasn't sure if you changed the right file"), and guesses ("I suppose the tiers nest");
 - pasted errors, logs, stack traces, command output and follow-ups about them: "It says KeyError: 'user_id'", \
 "hmm that didn't work, same error: TypeError ...";
-- acknowledgements and continuations: "go ahead", "2", "Lets go with option 2", "Try Again";
+- acknowledgements and continuations: "go ahead", "2", "Lets go with option 2", "Try Again", "if they \
+pass, go ahead and open the PR";
 - in-the-moment corrections of the assistant: "you edited the wrong file";
 - code and slash commands;
 - the assistant's own words echoed back, narration ("Let me look at the file") and next steps;

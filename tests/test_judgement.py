@@ -76,6 +76,27 @@ def test_common_sense_and_world_knowledge_are_not_stored(message: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("message", "why"),
+    [
+        ("I'd like to know why the payments service uses two databases.", "a question"),
+        ("I'm just curious what the usual on-call rotation would be for us.", "a question"),
+        ("I wasnt sure if you updated the staging config or the production one.", "a question"),
+        ("I suppose the pricing tiers nest, with pro including everything in starter.", "a guess"),
+        ("my guess is the CDN keeps serving the old bundle for a day", "a guess"),
+        ("If they match, go ahead and update the deploy docs for the team.", "a go-ahead"),
+    ],
+)
+def test_asking_guessing_or_giving_a_go_ahead_is_not_telling(message: str, why: str) -> None:
+    decision = filter_storage(message, project="shopfront")
+    assert decision.items == [] and why in decision.reason
+
+
+def test_a_standing_rule_worded_as_a_go_ahead_is_still_a_rule() -> None:
+    texts = stored_texts("From now on, go ahead and merge dependency bumps without asking.")
+    assert len(texts) == 1 and "dependency bumps" in texts[0]
+
+
+@pytest.mark.parametrize(
     ("message", "expected"),
     [
         ("the storefront is a Remix app deployed on Fly.io", "Remix"),

