@@ -115,12 +115,17 @@ def test_durable_statements_are_stored(message: str, expected: str) -> None:
     [
         ("team rule: staging deploys need a green pipeline first", "green pipeline"),
         (
+            "bump the aws provider and run the plan. each lambda should have its own log group.",
+            "log group",
+        ),
+        ("any new table needs to have a created_at column", "created_at"),
+        (
             'ok. from now on, never ask me "shall I continue?" when the next step is obvious',
             "never ask me",
         ),
     ],
 )
-def test_an_explicit_standing_rule_is_kept_even_with_a_quoted_question(
+def test_an_explicit_standing_rule_is_kept_whatever_the_gate_says(
     message: str, expected: str
 ) -> None:
     assert any(expected in text for text in stored_texts(message))

@@ -58,10 +58,15 @@ EXPLICIT_RULE: Final = _rx(
         (?:from\s+now\s+on|going\s+forward|as\s+a\s+rule|in\s+(?:the\s+)?future|for\s+all\s+future
         |rules?\s+of\s+thumb)\b
         | (?:our|the|team|house|project)\s+rules?(?:\s+here)?\s*(?:is\s*)?:
+        | (?:every|each|all|any)\s+(?!(?:of|these|those|them|this|that)\b)(?:[\w.-]+\s+){1,3}
+          (?:must|should|needs?\s+to|has\s+to|have\s+to|shall|may\s+only|can\s+only|cannot|can't
+          |mustn't|shouldn't)\b
     )[^?]*$"""
 )
 """An explicit standing rule, precise enough to keep without the gate: "From now on, ...", "Our rule:
-...". ("Always ..." is not: "always validate the payload in this form" is about the task at hand.)"""
+...", "Every migration must be reversible" (a duty of every member of a kind: 18 durable lines of the
+training sets begin so, and one task, "each card should show the title, the author and the date").
+("Always ..." is not: "always validate the payload in this form" is about the task at hand.)"""
 GO_AHEAD: Final = _rx(r"\bgo\s+ahead\b")
 """Permission for the step at hand ("if they are, go ahead and draft the updates"): a continuation,
 whatever else the sentence asks (the training sets hold 21 such lines, none durable)."""
