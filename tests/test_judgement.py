@@ -120,12 +120,17 @@ def test_durable_statements_are_stored(message: str, expected: str) -> None:
         ),
         ("any new table needs to have a created_at column", "created_at"),
         (
+            "still seeing the 401 on the profile page. we're not using the session cookie "
+            "anymore, we're just using the bearer token. what else could it be?",
+            "bearer token",
+        ),
+        (
             'ok. from now on, never ask me "shall I continue?" when the next step is obvious',
             "never ask me",
         ),
     ],
 )
-def test_an_explicit_standing_rule_is_kept_whatever_the_gate_says(
+def test_a_rule_or_what_the_project_uses_said_outright_is_kept_whatever_the_gate_says(
     message: str, expected: str
 ) -> None:
     assert any(expected in text for text in stored_texts(message))
