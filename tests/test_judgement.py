@@ -177,6 +177,14 @@ def test_rules_in_the_code_and_other_requests_about_this_are_not_recorded_rules(
     assert recorded_rules([s.text for s in segments(message)]) == ({}, set())
 
 
+def test_a_prohibition_is_stored_with_the_reason_given_for_it() -> None:
+    # The clause splitter cuts the reason off; stored alone it would not say what it is a reason for.
+    rule = "Do not regenerate the lockfile, we pin transitive versions for the build server"
+    assert stored_texts(rule) == [rule]
+    # A prohibition about the work at hand is not a standing rule.
+    assert not any("don't" in t.lower() for t in stored_texts("don't change this file, we use it"))
+
+
 def test_a_mixed_prompt_stores_only_its_durable_part() -> None:
     texts = stored_texts("Add caching to the product page; we cache everything in Redis here")
     assert len(texts) == 1

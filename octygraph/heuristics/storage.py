@@ -93,6 +93,27 @@ the old anon keys, we're just using a publishable key". 52 durable lines of the 
 so and two that are not, both about "this file" (which the pattern leaves to the gate)."""
 
 
+PROHIBITION: Final = _rx(
+    r"""^(?:(?:and|also|so|ok|okay|but|please|pls|oh|btw)[,\s]+)*(?:do\s+not|don'?t|dont|never)\s+
+    (?!mind\b)(?![^?]*\b(?:this|that|these|those|it|here|yet|now|today)\b)[^?]*$"""
+)
+"""A prohibition not tied to the work at hand ("do not reinit task-master")."""
+
+
+def _reasoned_prohibition(message: str, before: str, clause: str) -> str | None:
+    """`before` and `clause` as one rule, when `before` is a prohibition and `clause` its reason cut
+    from the same sentence ("Do not reinit task-master, we don't want to lose the history of
+    tasks"): the reason alone would be remembered without what it is a reason for."""
+    if not PROHIBITION.search(before):
+        return None
+    joined = re.compile(
+        re.escape(before.strip())
+        + r"\s*[,;:\u2013\u2014-]+\s*(?:and\s+|but\s+|since\s+|because\s+|as\s+)?"
+        + re.escape(clause.strip())
+    )
+    return f"{before.strip()}, {clause.strip()}" if joined.search(message) else None
+
+
 def explicit_kind(text: str) -> str | None:
     """The kind of memory a segment states outright, precisely enough to keep without the gate:
     "rule" for an explicit standing rule, "fact" for what the project uses; else None. A quoted
@@ -373,6 +394,7 @@ def filter_storage(
         known_entities, classification.entities if classification is not None else ()
     )
     candidates: list[tuple[float, StorageItem]] = []
+    kept: set[int] = set()  # the segments that made an item
     skipped: list[str] = []
     sentences = [analyze(verdict.text, today, gazetteer) for verdict in judged]
     # "Our CTO is Mina Okafor. She approves ..." : the second sentence is about Mina Okafor too.
@@ -388,15 +410,27 @@ def filter_storage(
             sentence = analyze(recorded[i], today, gazetteer)
         refused = _refusal(sentence)
         explicit = None if assistant else "rule" if i in recorded else explicit_kind(sentence.body)
+        reasoned = (
+            _reasoned_prohibition(prompt, judged[i - 1].text, verdict.text)
+            if i > 0 and not assistant and not refused and i - 1 not in kept
+            else None
+        )
+        if reasoned is not None and (verdict.keep or explicit):
+            sentence, explicit = analyze(reasoned, today, gazetteer), "rule"
         if refused or not (verdict.keep or explicit):
             skipped.append(refused or f"not durable (p={verdict.durable:.2f})")
             continue
         if len(candidates) >= MAX_ITEMS:
             skipped.append("item limit reached")
             break
-        kind = explicit if explicit and (i in recorded or not verdict.keep) else verdict.kind
+        kind = (
+            explicit
+            if explicit and (i in recorded or reasoned is not None or not verdict.keep)
+            else verdict.kind
+        )
         item = _item(sentence, entity_names, kind, classification, today, assistant, project)
         candidates.append((verdict.durable, item))
+        kept.add(i)
     cap = MAX_REPLY_ITEMS if assistant else MAX_ITEMS
     items = _most_probable(_dedup(candidates), cap)
     if items:
