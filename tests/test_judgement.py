@@ -120,6 +120,12 @@ def test_durable_statements_are_stored(message: str, expected: str) -> None:
         ),
         ("any new table needs to have a created_at column", "created_at"),
         (
+            "the deploy worked, nice. the logs look clean too. i don't want a staging environment, "
+            "just prod. next, set up the nightly cron job. then update the readme with the new env "
+            "vars. and bump the version.",
+            "staging environment",
+        ),
+        (
             "still seeing the 401 on the profile page. we're not using the session cookie "
             "anymore, we're just using the bearer token. what else could it be?",
             "bearer token",

@@ -82,15 +82,31 @@ matches."""
 _QUOTED: Final = re.compile(r""""[^"]*"|“[^”]*”|`[^`]*`|(?<!\w)'[^']*'(?!\w)""")
 
 
+_STATED_LEAD: Final = (
+    r"^(?:(?:and|also|so|ok|okay|but|btw|fyi|wait|oh|note|remember|actually|honestly)[,:\s]+)*"
+)
+_NOT_AT_HAND: Final = r"(?![^?]*\b(?:this|that|these|those|here|it|yet)\b)"
+"""Not about the thing at hand: "we use the other client in this file" is not a project fact."""
 STACK_STATEMENT: Final = _rx(
-    r"""^(?:(?:and|also|so|ok|okay|but|btw|fyi|wait|oh|note|remember|actually)[,:\s]+)*
-    we(?:'re|\s+are|re)?\s+(?:not\s+|just\s+|only\s+|already\s+|now\s+|also\s+|all\s+)*
+    rf"""{_STATED_LEAD}we(?:'re|\s+are|re)?\s+(?:not\s+|just\s+|only\s+|already\s+|now\s+|also\s+|all\s+)*
     (?:using|use|don'?t\s+use|do\s+not\s+use|never\s+use|always\s+use)\s
-    (?![^?]*\b(?:this|that|these|those|here|it|today|right\s+now)\b)[^?]*$"""
+    {_NOT_AT_HAND}(?![^?]*\b(?:today|right\s+now)\b)[^?]*$"""
 )
 """What the project is built with, said outright: "we use alembic for migrations", "we're not using
 the old anon keys, we're just using a publishable key". 52 durable lines of the training sets begin
 so and two that are not, both about "this file" (which the pattern leaves to the gate)."""
+STATED_PREFERENCE: Final = _rx(
+    rf"""{_STATED_LEAD}(?:i\s+(?:really\s+|strongly\s+|generally\s+|always\s+)?prefer
+    | i\s+(?:really\s+)?(?:do\s+not|don'?t|dont)\s+(?:really\s+)?(?:want|like)
+    | i\s+(?:always\s+)?want\s+(?:you\s+to\s+)?always)\b{_NOT_AT_HAND}[^?]*$"""
+)
+STATED_DECISION: Final = _rx(
+    rf"""{_STATED_LEAD}(?:we(?:'ve|\s+have)?\s+(?:decided|chose|picked|settled\s+on|agreed)
+    | we(?:'re|\s+are|re)\s+going\s+with | we\s+went\s+with)\b{_NOT_AT_HAND}[^?]*$"""
+)
+"""A preference or a decision said outright: "I prefer small PRs", "I don't want a custom domain
+right now", "we went with Hono for the edge API". In the training sets 288 durable lines begin so
+(either pattern) and none that is not."""
 
 
 PROHIBITION: Final = _rx(
@@ -116,13 +132,17 @@ def _reasoned_prohibition(message: str, before: str, clause: str) -> str | None:
 
 def explicit_kind(text: str) -> str | None:
     """The kind of memory a segment states outright, precisely enough to keep without the gate:
-    "rule" for an explicit standing rule, "fact" for what the project uses; else None. A quoted
-    question inside it is not asked."""
+    "rule" for an explicit standing rule, "fact" for what the project uses, "preference" or
+    "decision" for one said in so many words; else None. A quoted question inside it is not asked."""
     body = _QUOTED.sub(" ", text.strip())
-    if EXPLICIT_RULE.search(body):
-        return "rule"
-    if STACK_STATEMENT.search(body):
-        return "fact"
+    for pattern, kind in (
+        (EXPLICIT_RULE, "rule"),
+        (STACK_STATEMENT, "fact"),
+        (STATED_PREFERENCE, "preference"),
+        (STATED_DECISION, "decision"),
+    ):
+        if pattern.search(body):
+            return kind
     return None
 
 
