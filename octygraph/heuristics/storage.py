@@ -58,7 +58,7 @@ EXPLICIT_RULE: Final = _rx(
         (?:from\s+now\s+on|going\s+forward|as\s+a\s+rule|in\s+(?:the\s+)?future|for\s+all\s+future
         |rules?\s+of\s+thumb)\b
         | (?:our|the|team|house|project)\s+rules?(?:\s+here)?\s*(?:is\s*)?:
-        | (?:every|each|all|any)\s+(?!(?:of|these|those|them|this|that)\b)(?:[\w.-]+\s+){1,3}
+        | (?:every|each|all|any)\s+(?!(?:of|one|these|those|them|this|that)\b)(?:[\w.-]+\s+){1,3}
           (?:must|should|needs?\s+to|has\s+to|have\s+to|shall|may\s+only|can\s+only|cannot|can't
           |mustn't|shouldn't)\b
     )[^?]*$"""
