@@ -126,6 +126,18 @@ def test_durable_statements_are_stored(message: str, expected: str) -> None:
             "staging environment",
         ),
         (
+            "ok the build is green now. the lint step was the slow part. i bumped the cache key too. "
+            "and yes, apply the migrations yourself, always. next, look at the flaky upload test. "
+            "then check the retry count. then push. and ping me after.",
+            "migrations yourself",
+        ),
+        (
+            "thanks, that worked. next the billing page. it looks off on mobile. as you know, Bramble "
+            "is a custom GPT that I've set up for recipes. can you find where the total is "
+            "computed? and add a test. then open a PR. keep it small.",
+            "custom GPT",
+        ),
+        (
             "still seeing the 401 on the profile page. we're not using the session cookie "
             "anymore, we're just using the bearer token. what else could it be?",
             "bearer token",

@@ -130,19 +130,41 @@ def _reasoned_prohibition(message: str, before: str, clause: str) -> str | None:
     return f"{before.strip()}, {clause.strip()}" if joined.search(message) else None
 
 
-def explicit_kind(text: str) -> str | None:
+UNIVERSAL_ADVERBIAL: Final = _rx(
+    r"""^[^?]*(?:\b(?:in\s+all\s+cases|at\s+all\s+times|no\s+matter\s+what|without\s+exception|
+    every\s+single\s+time|in\s+all\s+circumstances|under\s+any\s+circumstances)\b[^?]*
+    |,\s*always\s*[.!]?\s*)$"""
+)
+"""A rule marked as holding every time, anywhere in the sentence ("... the top priority in all
+cases", "apply the changes yourself, always"): 11 durable lines of the training sets say so and
+none that is not ("in every case I tried, it was a 502" is why "in every case" is not here)."""
+TOLD_FOR_CONTEXT: Final = _rx(
+    r"""^(?:as\s+you\s+(?:know|may\s+know|might\s+know|remember)|as\s+(?:i|we)\s+(?:said|mentioned)
+    (?:\s+(?:before|earlier|last\s+time|the\s+other\s+day))?|for\s+context|just\s+so\s+you\s+know
+    |for\s+the\s+record)\b[,:]?\s+(?:\S+\s+){2}[^?]*$"""
+)
+"""Something told as background to keep in mind ("As you know, Chef Chopski is a custom GPT I
+made", "for the record, hotfixes branch off the release tag"): 15 durable lines of the training sets
+begin so and none that is not. The kind is the gate's."""
+_STATED: Final = (
+    (EXPLICIT_RULE, "rule"),
+    (UNIVERSAL_ADVERBIAL, "rule"),
+    (STACK_STATEMENT, "fact"),
+    (STATED_PREFERENCE, "preference"),
+    (STATED_DECISION, "decision"),
+    (TOLD_FOR_CONTEXT, None),
+)
+
+
+def explicit_kind(text: str, gate_kind: str) -> str | None:
     """The kind of memory a segment states outright, precisely enough to keep without the gate:
     "rule" for an explicit standing rule, "fact" for what the project uses, "preference" or
-    "decision" for one said in so many words; else None. A quoted question inside it is not asked."""
+    "decision" for one said in so many words, `gate_kind` for what is told as background; else
+    None. A quoted question inside it is not asked."""
     body = _QUOTED.sub(" ", text.strip())
-    for pattern, kind in (
-        (EXPLICIT_RULE, "rule"),
-        (STACK_STATEMENT, "fact"),
-        (STATED_PREFERENCE, "preference"),
-        (STATED_DECISION, "decision"),
-    ):
+    for pattern, kind in _STATED:
         if pattern.search(body):
-            return kind
+            return kind or gate_kind
     return None
 
 
@@ -429,7 +451,13 @@ def filter_storage(
         if i in recorded and recorded[i] != verdict.text.strip():
             sentence = analyze(recorded[i], today, gazetteer)
         refused = _refusal(sentence)
-        explicit = None if assistant else "rule" if i in recorded else explicit_kind(sentence.body)
+        explicit = (
+            None
+            if assistant
+            else "rule"
+            if i in recorded
+            else explicit_kind(sentence.body, verdict.kind)
+        )
         reasoned = (
             _reasoned_prohibition(prompt, judged[i - 1].text, verdict.text)
             if i > 0 and not assistant and not refused and i - 1 not in kept
@@ -469,7 +497,7 @@ def has_durable(message: str, *, assistant: bool = False) -> bool:
     verdicts = _gate_verdicts(message, assistant)
     if assistant:
         return any(v.keep for v in verdicts)
-    return any(v.keep or explicit_kind(v.text) for v in verdicts) or bool(
+    return any(v.keep or explicit_kind(v.text, v.kind) for v in verdicts) or bool(
         recorded_rules([v.text for v in verdicts])[0]
     )
 
