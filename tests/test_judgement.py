@@ -269,6 +269,21 @@ def test_the_stop_hook_keeps_lasting_outcomes_not_narration() -> None:
     assert stored_texts("You want the button to be bigger.", assistant=True) == []
 
 
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        ("We can now get started on the onboarding emails!", "an exclamation"),
+        ("Switched to the new branch `feat/billing-export`.", "a change of branch"),
+        ('"Strict mode" means: every preview deployment needs a login.', "an explanation"),
+    ],
+)
+def test_a_reply_s_exclamation_or_change_of_branch_is_not_a_lasting_outcome(
+    reply: str, why: str
+) -> None:
+    decision = filter_storage(reply, assistant=True, project="shopfront")
+    assert decision.items == [] and why in decision.reason
+
+
 DECORATION = ("**", "✅", "🚀", "🔐", "[tool", "⏺")
 
 

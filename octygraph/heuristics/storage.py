@@ -452,7 +452,7 @@ def filter_storage(
             continue
         if i in recorded and recorded[i] != verdict.text.strip():
             sentence = analyze(recorded[i], today, gazetteer)
-        refused = _refusal(sentence)
+        refused = _refusal(sentence) or (_reply_refusal(sentence) if assistant else None)
         explicit = (
             None
             if assistant
@@ -520,6 +520,26 @@ def _refusal(s: Sentence) -> str | None:
         return "a guess, not something known"
     if len(s.words) < MIN_WORDS:
         return "too short to stand alone"
+    return None
+
+
+BRANCH_SWITCH: Final = _rx(r"\b(?:switched|checked\s+out)\b[^.]*\bbranch\b")
+MEANING: Final = _rx(r"\bmeans\b")
+
+
+def _reply_refusal(s: Sentence) -> str | None:
+    """Why a sentence of the assistant's reply is not a lasting outcome whatever the gate says.
+
+    An exclamation is enthusiasm or an invitation ("We can get started on the instructions!"), what
+    something means is an explanation ("A 401 means the request wasn't authenticated"), and moving to
+    another branch changes nothing that lasts: of the training sets' reply segments, 15 end with "!",
+    18 say what something means and 2 switch or check out a branch, none of them labelled durable."""
+    if s.body.rstrip().endswith("!"):
+        return "an exclamation, not a report"
+    if MEANING.search(s.body):
+        return "an explanation, not a report"
+    if BRANCH_SWITCH.search(s.body):
+        return "a change of branch, which does not last"
     return None
 
 
