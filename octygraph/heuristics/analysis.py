@@ -65,7 +65,8 @@ INDIRECT_QUESTION: Final = _rx(
 )
 """A question asked as a statement about the speaker: "I'm just curious what the roles would be",
 "I wasn't sure if you made the changes", "I'd like to know why it fails". It asks; it tells nothing
-to remember (on the training sets' 10,000 labelled sentences it matches no durable one)."""
+to remember (of the training sets' segments it matches 14 not durable and one labelled durable, "i
+want to know what changed first")."""
 HYPOTHETICAL: Final = _rx(
     r"""\bwhat\s+if\b|\bsuppos(?:e|ing)\b|\bimagine\b|\bhypothetical(?:ly)?\b|\blet's\s+say\b|
     \bsay\s+(?:we|i|you)\b|\bin\s+theory\b|\bif\s+(?:i|we|you|they)\s+were\b|
