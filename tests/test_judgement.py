@@ -91,6 +91,17 @@ def test_asking_guessing_or_giving_a_go_ahead_is_not_telling(message: str, why: 
     assert decision.items == [] and why in decision.reason
 
 
+def test_a_sentence_about_an_unnamed_it_is_not_stored_alone() -> None:
+    decision = filter_storage(
+        "write a readme for the cli. It helps agents share one codebase without conflicts.",
+        project="shopfront",
+    )
+    assert decision.items == [] and "refers back" in decision.reason
+    # "They" for the one person the sentence before names is that person.
+    said = "Mina Okafor is our backend lead. They handle the payments service."
+    assert "refers back" not in filter_storage(said, project="shopfront").reason
+
+
 def test_a_standing_rule_worded_as_a_go_ahead_is_still_a_rule() -> None:
     texts = stored_texts("From now on, go ahead and merge dependency bumps without asking.")
     assert len(texts) == 1 and "dependency bumps" in texts[0]

@@ -23,6 +23,7 @@ from octygraph.heuristics.entities import Gazetteer, mentions, prompt_gazetteer
 from octygraph.heuristics.forms import (
     GO_AHEAD,
     GUESS,
+    REFERS_BACK,
     explicit_kind,
     reasoned_prohibition,
     reply_refusal,
@@ -343,6 +344,12 @@ def filter_storage(
         if i in recorded and recorded[i] != verdict.text.strip():
             sentence = analyze(recorded[i], today, gazetteer)
         refused = _refusal(sentence) or (reply_refusal(sentence) if assistant else None)
+        if (
+            not refused
+            and REFERS_BACK.search(sentence.body)
+            and entity_names == [e.name for e in sentence.entities]
+        ):  # a pronoun for no one the message names ("They" after "Mina is our lead." is Mina)
+            refused = "refers back to something it does not name"
         explicit = (
             None
             if assistant
