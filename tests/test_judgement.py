@@ -137,14 +137,14 @@ def test_durable_statements_are_stored(message: str, expected: str) -> None:
             "staging environment",
         ),
         (
-            "ok the build is green now. the lint step was the slow part. i bumped the cache key too. "
-            "and yes, apply the migrations yourself, always. next, look at the flaky upload test. "
-            "then check the retry count. then push. and ping me after.",
+            "ok the build is green now. the lint step was the slow part. i bumped the cache key "
+            "too. and yes, apply the migrations yourself, always. next, look at the flaky upload "
+            "test. then check the retry count. then push. and ping me after.",
             "migrations yourself",
         ),
         (
-            "thanks, that worked. next the billing page. it looks off on mobile. as you know, Bramble "
-            "is a custom GPT that I've set up for recipes. can you find where the total is "
+            "thanks, that worked. next the billing page. it looks off on mobile. as you know, "
+            "Bramble is a custom GPT that I've set up for recipes. can you find where the total is "
             "computed? and add a test. then open a PR. keep it small.",
             "custom GPT",
         ),
@@ -207,7 +207,7 @@ def test_rules_in_the_code_and_other_requests_about_this_are_not_recorded_rules(
 
 
 def test_a_prohibition_is_stored_with_the_reason_given_for_it() -> None:
-    # The clause splitter cuts the reason off; stored alone it would not say what it is a reason for.
+    # The clause splitter cuts the reason off; alone it would not say what it is a reason for.
     rule = "Do not regenerate the lockfile, we pin transitive versions for the build server"
     assert stored_texts(rule) == [rule]
     # A prohibition about the work at hand is not a standing rule.

@@ -21,6 +21,8 @@ def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE | re.VERBOSE)
 
 
+# ---------------------------------------------------------------------------- kept without the gate
+
 EXPLICIT_RULE: Final = _rx(
     r"""^(?:(?:and|also|so|ok|okay|please|but)[,\s]+)?(?:
         (?:from\s+now\s+on|going\s+forward|as\s+a\s+rule|in\s+(?:the\s+)?future|for\s+all\s+future
@@ -31,22 +33,11 @@ EXPLICIT_RULE: Final = _rx(
           |mustn't|shouldn't)\b
     )[^?]*$"""
 )
-"""An explicit standing rule, precise enough to keep without the gate: "From now on, ...", "Our rule:
-...", "Every migration must be reversible" (a duty of every member of a kind: 17 durable segments of
-the training sets begin so, and one task, "each card should show the title, the author and the date").
-("Always ..." is not: "always validate the payload in this form" is about the task at hand.)"""
-GO_AHEAD: Final = _rx(r"\bgo\s+ahead\b")
-"""Permission for the step at hand ("if they are, go ahead and draft the updates"): a continuation,
-whatever else the sentence asks (22 segments of the training sets say it, none durable)."""
-GUESS: Final = _rx(
-    r"""^(?:(?:and|also|so|ok|okay|but|hmm|well|honestly|btw)[,\s]+)*
-    (?:i\s+suppose|i\s+guess|i\s+assume|i\s+imagine|my\s+guess\s+is|i\s+bet|i\s+reckon|i\s+suspect)
-    (?:\s+that)?\b(?!\s+(?:we|i|you)(?:'ll|'d|\s+(?:will|should|could|can|would|might|need|must|may)\b))"""
-)
-"""A guess about how things are ("I suppose they have gradations", "my guess is the proxy"): the
-speaker does not know, so there is nothing to remember. A proposal or decision after the same
-words ("I guess we'll keep Postgres") is left to the gate. No durable line of the training sets
-matches."""
+"""An explicit standing rule, precise enough to keep without the gate: "From now on, ...", "Our
+rule: ...", "Every migration must be reversible" (a duty of every member of a kind: 17 durable
+segments of the training sets begin so, and one task, "each card should show the title, the author
+and the date"). ("Always ..." is not: "always validate the payload in this form" is about the task
+at hand.)"""
 _QUOTED: Final = re.compile(r""""[^"]*"|“[^”]*”|`[^`]*`|(?<!\w)'[^']*'(?!\w)""")
 
 
@@ -56,14 +47,15 @@ _STATED_LEAD: Final = (
 _NOT_AT_HAND: Final = r"(?![^?]*\b(?:this|that|these|those|here|it|yet)\b)"
 """Not about the thing at hand: "we use the other client in this file" is not a project fact."""
 STACK_STATEMENT: Final = _rx(
-    rf"""{_STATED_LEAD}we(?:'re|\s+are|re)?\s+(?:not\s+|just\s+|only\s+|already\s+|now\s+|also\s+|all\s+)*
+    rf"""{_STATED_LEAD}we(?:'re|\s+are|re)?\s+
+    (?:not\s+|just\s+|only\s+|already\s+|now\s+|also\s+|all\s+)*
     (?:using|use|don'?t\s+use|do\s+not\s+use|never\s+use|always\s+use)\s
     {_NOT_AT_HAND}(?![^?]*\b(?:today|right\s+now)\b)[^?]*$"""
 )
 """What the project is built with, said outright: "we use alembic for migrations", "we're not using
 the old anon keys, we're just using a publishable key". 43 durable segments of the training sets
-begin so, and 4 others that go on to the task ("we use httpx everywhere, not requests, so look at the
-httpx timeout config"); "we use the other client in this file" is left to the gate."""
+begin so, and 4 others that go on to the task ("we use httpx everywhere, not requests, so look at
+the httpx timeout config"); "we use the other client in this file" is left to the gate."""
 STATED_PREFERENCE: Final = _rx(
     rf"""{_STATED_LEAD}(?:i\s+(?:really\s+|strongly\s+|generally\s+|always\s+)?prefer
     | i\s+(?:really\s+)?(?:do\s+not|don'?t|dont)\s+(?:really\s+)?(?:want|like)
@@ -76,27 +68,6 @@ STATED_DECISION: Final = _rx(
 """A preference or a decision said outright: "I prefer small PRs", "I don't want a custom domain
 right now", "we went with Hono for the edge API". In the training sets 284 durable segments begin so
 (either pattern) and 2 that are not ("ok so we decided a few things in the planning call")."""
-
-
-PROHIBITION: Final = _rx(
-    r"""^(?:(?:and|also|so|ok|okay|but|please|pls|oh|btw)[,\s]+)*(?:do\s+not|don'?t|dont|never)\s+
-    (?!mind\b)(?![^?]*\b(?:this|that|these|those|it|here|yet|now|today)\b)[^?]*$"""
-)
-"""A prohibition not tied to the work at hand ("do not reinit task-master")."""
-
-
-def reasoned_prohibition(message: str, before: str, clause: str) -> str | None:
-    """`before` and `clause` as one rule, when `before` is a prohibition and `clause` its reason cut
-    from the same sentence ("Do not reinit task-master, we don't want to lose the history of
-    tasks"): the reason alone would be remembered without what it is a reason for."""
-    if not PROHIBITION.search(before):
-        return None
-    joined = re.compile(
-        re.escape(before.strip())
-        + r"\s*[,;:\u2013\u2014-]+\s*(?:and\s+|but\s+|since\s+|because\s+|as\s+)?"
-        + re.escape(clause.strip())
-    )
-    return f"{before.strip()}, {clause.strip()}" if joined.search(message) else None
 
 
 UNIVERSAL_ADVERBIAL: Final = _rx(
@@ -138,15 +109,57 @@ def explicit_kind(text: str, gate_kind: str) -> str | None:
     return None
 
 
+# ---------------------------------------------------------------------------- a rule and its reason
+
+PROHIBITION: Final = _rx(
+    r"""^(?:(?:and|also|so|ok|okay|but|please|pls|oh|btw)[,\s]+)*(?:do\s+not|don'?t|dont|never)\s+
+    (?!mind\b)(?![^?]*\b(?:this|that|these|those|it|here|yet|now|today)\b)[^?]*$"""
+)
+"""A prohibition not tied to the work at hand ("do not reinit task-master")."""
+
+
+def reasoned_prohibition(message: str, before: str, clause: str) -> str | None:
+    """`before` and `clause` as one rule, when `before` is a prohibition and `clause` its reason cut
+    from the same sentence ("Do not reinit task-master, we don't want to lose the history of
+    tasks"): the reason alone would be remembered without what it is a reason for."""
+    if not PROHIBITION.search(before):
+        return None
+    joined = re.compile(
+        re.escape(before.strip())
+        + r"\s*[,;:\u2013\u2014-]+\s*(?:and\s+|but\s+|since\s+|because\s+|as\s+)?"
+        + re.escape(clause.strip())
+    )
+    return f"{before.strip()}, {clause.strip()}" if joined.search(message) else None
+
+
+# ------------------------------------------------------------------- refused whatever the gate says
+
+GO_AHEAD: Final = _rx(r"\bgo\s+ahead\b")
+"""Permission for the step at hand ("if they are, go ahead and draft the updates"): a continuation,
+whatever else the sentence asks (22 segments of the training sets say it, none durable)."""
+GUESS: Final = _rx(
+    r"""^(?:(?:and|also|so|ok|okay|but|hmm|well|honestly|btw)[,\s]+)*
+    (?:i\s+suppose|i\s+guess|i\s+assume|i\s+imagine|my\s+guess\s+is|i\s+bet|i\s+reckon|i\s+suspect)
+    (?:\s+that)?\b
+    (?!\s+(?:we|i|you)(?:'ll|'d|\s+(?:will|should|could|can|would|might|need|must|may)\b))"""
+)
+"""A guess about how things are ("I suppose they have gradations", "my guess is the proxy"): the
+speaker does not know, so there is nothing to remember. A proposal or decision after the same
+words ("I guess we'll keep Postgres") is left to the gate. No durable line of the training sets
+matches."""
 REFERS_BACK: Final = _rx(
     r"""^(?:(?:and|also|so|but|btw|fyi)[,\s]+)*(?:it|it's|its|they|they're|these|those)\b
-    (?!\s*(?:is|'s|s)?\s*(?:important|crucial|critical|essential|fine|ok|okay|better|best|worth|easier|safer
-    |a\s+(?:standing\s+)?rule|our\s+rule)\b)"""
+    (?!\s*(?:is|'s|s)?\s*(?:important|crucial|critical|essential|fine|ok|okay|better|best|worth
+    |easier|safer|a\s+(?:standing\s+)?rule|our\s+rule)\b)"""
 )
 """A sentence whose subject is a pronoun for something said before it ("It helps agents with working
 sessions"): stored alone it could not be understood later. Of the training sets' segments, 11 user
 and no reply segments that begin so are labelled durable, 151 and 5 are not; the 11 ("it's node 20
 with ws 8") would be as unclear later. "It's important to me that ..." names what it is about."""
+
+
+# ------------------------------------------------------------------------------- refused in replies
+
 BRANCH_SWITCH: Final = _rx(r"\b(?:switched|checked\s+out)\b[^.]*\bbranch\b")
 MEANING: Final = _rx(r"\bmeans\b")
 
@@ -154,10 +167,11 @@ MEANING: Final = _rx(r"\bmeans\b")
 def reply_refusal(s: Sentence) -> str | None:
     """Why a sentence of the assistant's reply is not a lasting outcome whatever the gate says.
 
-    An exclamation is enthusiasm or an invitation ("We can get started on the instructions!"), what
-    something means is an explanation ("A 401 means the request wasn't authenticated"), and moving to
-    another branch changes nothing that lasts: of the training sets' reply segments, 15 end with "!",
-    18 say what something means and 2 switch or check out a branch, none of them labelled durable."""
+    An exclamation is enthusiasm or an invitation ("We can get started on the instructions!"),
+    what something means is an explanation ("A 401 means the request wasn't authenticated"), and
+    moving to another branch changes nothing that lasts: of the training sets' reply segments, 15
+    end with "!", 18 say what something means and 2 switch or check out a branch, none of them
+    labelled durable."""
     if s.body.rstrip().endswith("!"):
         return "an exclamation, not a report"
     if MEANING.search(s.body):
