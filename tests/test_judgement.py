@@ -91,7 +91,7 @@ def test_asking_guessing_or_giving_a_go_ahead_is_not_telling(message: str, why: 
     assert decision.items == [] and why in decision.reason
 
 
-def test_a_sentence_about_an_unnamed_it_is_not_stored_alone() -> None:
+def test_a_sentence_about_an_it_only_a_request_names_is_not_stored() -> None:
     decision = filter_storage(
         "write a readme for the cli. It helps agents share one codebase without conflicts.",
         project="shopfront",
@@ -100,6 +100,8 @@ def test_a_sentence_about_an_unnamed_it_is_not_stored_alone() -> None:
     # "They" for the one person the sentence before names is that person.
     said = "Mina Okafor is our backend lead. They handle the payments service."
     assert "refers back" not in filter_storage(said, project="shopfront").reason
+    # On its own, "it" is most likely the project, and the gate judges it.
+    assert stored_texts("its a tauri 2 desktop app with a svelte frontend")
 
 
 def test_a_standing_rule_worded_as_a_go_ahead_is_still_a_rule() -> None:

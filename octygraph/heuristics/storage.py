@@ -344,12 +344,8 @@ def filter_storage(
         if i in recorded and recorded[i] != verdict.text.strip():
             sentence = analyze(recorded[i], today, gazetteer)
         refused = _refusal(sentence) or (reply_refusal(sentence) if assistant else None)
-        if (
-            not refused
-            and REFERS_BACK.search(sentence.body)
-            and entity_names == [e.name for e in sentence.entities]
-        ):  # a pronoun for no one the message names ("They" after "Mina is our lead." is Mina)
-            refused = "refers back to something it does not name"
+        if not refused and i > 0 and _dangles(sentence, sentences[i - 1], entity_names):
+            refused = "refers back to a request, which is not stored"
         explicit = (
             None
             if assistant
@@ -398,6 +394,18 @@ def has_durable(message: str, *, assistant: bool = False) -> bool:
         return any(v.keep for v in verdicts)
     return any(v.keep or explicit_kind(v.text, v.kind) for v in verdicts) or bool(
         recorded_rules([v.text for v in verdicts])[0]
+    )
+
+
+def _dangles(s: Sentence, before: Sentence, entity_names: list[str]) -> bool:
+    """Whether `s` is about an "it" or "they" that only the request before it names ("write a
+    README explaining that minsky is a tool ... It helps agents with working sessions"): the
+    request is not stored, so the memory would not say what it is about. A pronoun the message
+    resolves to a person ("They" after "Mina is our lead.") does not dangle."""
+    return (
+        REFERS_BACK.search(s.body) is not None
+        and (before.imperative or before.request or before.question)
+        and entity_names == [e.name for e in s.entities]
     )
 
 
