@@ -346,18 +346,13 @@ def filter_storage(
         refused = _refusal(sentence) or (reply_refusal(sentence) if assistant else None)
         if not refused and i > 0 and _dangles(sentence, sentences[i - 1], entity_names):
             refused = "refers back to a request, which is not stored"
-        explicit = (
-            None
-            if assistant
-            else "rule"
-            if i in recorded
-            else explicit_kind(sentence.body, verdict.kind)
-        )
-        reasoned = (
-            reasoned_prohibition(prompt, judged[i - 1].text, verdict.text)
-            if i > 0 and not assistant and not refused and i - 1 not in kept
-            else None
-        )
+        # What the user states outright is kept whatever the gate says (`forms`); replies are not.
+        explicit: str | None = None
+        reasoned: str | None = None
+        if not assistant:
+            explicit = "rule" if i in recorded else explicit_kind(sentence.body, verdict.kind)
+            if i > 0 and not refused and i - 1 not in kept:
+                reasoned = reasoned_prohibition(prompt, judged[i - 1].text, verdict.text)
         if reasoned is not None and (verdict.keep or explicit):
             sentence, explicit = analyze(reasoned, today, gazetteer), "rule"
         if refused or not (verdict.keep or explicit):
