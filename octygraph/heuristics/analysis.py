@@ -25,13 +25,8 @@ from octygraph.heuristics.lexicon import (
 )
 from octygraph.heuristics.reconcile import REPLACEMENT
 from octygraph.heuristics.safety import looks_like_injection
-from octygraph.heuristics.text import content_words, strip_leading_markers, words
+from octygraph.heuristics.text import content_words, rx, strip_leading_markers, words
 from octygraph.models import EntityMention
-
-
-def _rx(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE | re.VERBOSE)
-
 
 _WH: Final = frozenset("who whom whose what which when where why how".split())
 _AUX: Final = frozenset(
@@ -47,14 +42,14 @@ _SUBJECTS: Final = frozenset(
     its any anyone someone anybody""".split()
 )
 
-QUESTION_PHRASES: Final = _rx(
+QUESTION_PHRASES: Final = rx(
     r"""^(?:do\s+you\s+(?:know|remember|recall)|tell\s+me|remind\s+me|any\s+idea|i\s+wonder|
     i'm\s+wondering|i\s+was\s+wondering|can\s+you\s+(?:tell|remind|check|find|look|show)|
     what\s+about|how\s+about|show\s+me|give\s+me|find\s+(?:me\s+)?(?:out\s+)?|look\s+up|
     explain|summari[sz]e|list\s+(?:all|the|our|my))\b"""
 )
 _EMBEDDED_WH: Final = r"(?:if|whether|what|why|how|which|who|where|when)"
-INDIRECT_QUESTION: Final = _rx(
+INDIRECT_QUESTION: Final = rx(
     rf"""^(?:(?:and|also|so|ok|okay|but|hmm|well|honestly|btw)[,\s]+)*(?:
     i(?:'m|\s+am|m)\s+(?:just\s+|really\s+|a\s+bit\s+|also\s+)?(?:curious|unsure)\b
     | i(?:'m|\s+am|m|\s+was|\s+wasn'?t)\s+(?:not\s+)?(?:\w+\s+)?sure\s+{_EMBEDDED_WH}\b
@@ -67,13 +62,13 @@ INDIRECT_QUESTION: Final = _rx(
 "I wasn't sure if you made the changes", "I'd like to know why it fails". It asks; it tells nothing
 to remember (of the training sets' segments it matches 14 not durable and one labelled durable, "i
 want to know what changed first")."""
-HYPOTHETICAL: Final = _rx(
+HYPOTHETICAL: Final = rx(
     r"""\bwhat\s+if\b|\bsuppos(?:e|ing)\b|\bimagine\b|\bhypothetical(?:ly)?\b|\blet's\s+say\b|
     \bsay\s+(?:we|i|you)\b|\bin\s+theory\b|\bif\s+(?:i|we|you|they)\s+were\b|
     \b(?:would|could|might)\b(?!\s+(?:like|love|prefer|rather))|\bmaybe\b|\bperhaps\b|
     \bwondering\s+(?:if|whether)\b|\bthinking\s+(?:about|of)\s+(?:maybe|possibly)\b|\bpossibly\b"""
 )
-STRONG_RULE: Final = _rx(
+STRONG_RULE: Final = rx(
     r"""\b(?:always|never|from\s+now\s+on|going\s+forward|moving\s+forward|in\s+(?:the\s+)?future|
     every\s+time|each\s+time|whenever|no\s+one\s+should|nobody\s+should|
     under\s+no\s+circumstances|as\s+a\s+rule|by\s+default|the\s+rule\s+is|(?:our\s+)?policy\s+is|
@@ -84,7 +79,7 @@ STRONG_RULE: Final = _rx(
     (?:needs?|requires?)\s+(?:a|an|at\s+least|one|two|three|\d+))\b)\b"""
 )
 """Wording that makes a sentence a standing rule on its own."""
-MODAL_RULE: Final = _rx(
+MODAL_RULE: Final = rx(
     r"""\b(?:must|mustn't|should|shouldn't|needs?\s+to|ha(?:s|ve)\s+to|(?:is|are)\s+required|
     required\s+to|(?:is|are|isn't|aren't)\s+(?:not\s+)?allowed|not\s+allowed|can't\s+exceed|
     cannot\s+exceed|make\s+sure|be\s+sure\s+to|ensure|remember\s+to|don't\s+forget\s+to|
@@ -94,26 +89,26 @@ MODAL_RULE: Final = _rx(
     (?:\d+|one|two|three|four|five)\s+\w+\s+(?:before|to|for|per)\b))\b"""
 )
 """Obligation wording: a rule unless it is the speaker's own to-do ("I should ...") or a one-off."""
-_FIRST_PERSON_TODO: Final = _rx(r"^(?:i|i'm|i\s+am|i'll)\b")
-ONE_OFF: Final = _rx(
+_FIRST_PERSON_TODO: Final = rx(r"^(?:i|i'm|i\s+am|i'll)\b")
+ONE_OFF: Final = rx(
     r"""\bfor\s+(?:this|that|it|now|today|me)\b|\btoday\b|\btonight\b|\byet\b|
     \b(?:right\s+)?now\b(?!\s+(?:on|needs?|requires?|must|should|has|have|uses?|goes)\b)|
     \bthis\s+time\b|\bfirst\b|\bwhether\b|\basap\b"""
 )
 """Wording of a one-off task ("Make sure we check the contract first"), not a standing rule."""
-BAN_START: Final = _rx(
+BAN_START: Final = rx(
     r"""^(?:please\s+)?(?:never|don't|do\s+not|dont|stop(?=\s+\w+ing\b)|avoid|no\s+more|
     under\s+no\s+circumstances)
     \b(?!\s+(?:worry|bother|know|think|understand|remember|see|mind|care|get\s+it|have\s+to|
     need\s+to|forget))"""
 )
-REQUEST: Final = _rx(
+REQUEST: Final = rx(
     r"""^(?:please\s+)?(?:can|could|would|will)\s+you\b|^please\b|\bi\s+(?:need|want)\s+you\s+to\b|
     ^help\s+me\b|^let\s+me\s+know\b|^let's\b(?!\s+(?:always|never|make\s+sure|not))|
     \bi(?:'m|\s+am)\s+(?:about|going|gonna|trying)\s+to\b|^i'll\s+|^let\s+me\b|
     \bi\s+(?:want|need|would\s+like|'d\s+like)\s+to\b"""
 )
-FUTURE: Final = _rx(
+FUTURE: Final = rx(
     r"""\b(?:will|'ll|shall|going\s+to|gonna|plan(?:s|ned|ning)?\s+to|intend(?:s|ing)?\s+to|
     scheduled|(?:re)?scheduled|(?:moved|postponed|pushed|delayed|bumped)\s+(?:back\s+)?(?:to|until|till)|
     (?:is|are)\s+due|due\s+(?:on|by|next|this|in|tomorrow|today)|deadline|upcoming|
@@ -123,11 +118,11 @@ FUTURE: Final = _rx(
     in\s+\d+\s+(?:days?|weeks?|months?)|by\s+(?:monday|tuesday|wednesday|thursday|friday|
     saturday|sunday|next|the\s+end|end))\b"""
 )
-PAST_TIME: Final = _rx(
+PAST_TIME: Final = rx(
     r"""\b(?:yesterday|last\s+(?:night|week|month|year|quarter|monday|tuesday|wednesday|thursday|
     friday|saturday|sunday)|ago|earlier\s+today|this\s+morning|the\s+other\s+day|just\s+now)\b"""
 )
-OPINION: Final = _rx(
+OPINION: Final = rx(
     r"""^(?:i\s+(?:think|feel|believe|guess|suspect|reckon|find|like|love|hate|dislike|
     enjoy|can't\s+stand)|i'm\s+(?:not\s+)?(?:a\s+)?(?:big\s+)?fan|i\s+am\s+not\s+a\s+fan|
     in\s+my\s+(?:opinion|view|experience)|imo|imho|personally|to\s+me)\b|
@@ -135,8 +130,8 @@ OPINION: Final = _rx(
     terrible|awful|amazing|fantastic|excellent|horrible|annoying|painful|clunky|the\s+best|
     the\s+worst|a\s+mess|a\s+pain)\b"""
 )
-PRONOUN_START: Final = _rx(r"^(?:he|she|they|his|her|their|him|them)\b")
-_PERSONAL_PRONOUN_START: Final = _rx(r"^(?:he|she|his|her)\b")
+PRONOUN_START: Final = rx(r"^(?:he|she|they|his|her|their|him|them)\b")
+_PERSONAL_PRONOUN_START: Final = rx(r"^(?:he|she|his|her)\b")
 _ANCHOR_DETERMINER: Final = frozenset({"the", "this", "that", "our", "my", "we", "us", "i", "me"})
 _NOT_PAST_BEFORE: Final = frozenset(
     """is are am be been being get gets the a an to will 's 're this that these those our my

@@ -18,20 +18,15 @@ from octygraph.heuristics.lexicon import (
 )
 from octygraph.heuristics.safety import redact_secrets
 from octygraph.heuristics.storage import CODE, has_durable, sentence_type
-from octygraph.heuristics.text import split_sentences, stem
+from octygraph.heuristics.text import rx, split_sentences, stem
 from octygraph.models import Classification, Intent, Operations, merge_classifications
-
-
-def _rx(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE | re.VERBOSE)
-
 
 MAX_SENTENCES: Final = 40
 
 _INTENT_PATTERNS: Final[tuple[tuple[Intent, re.Pattern[str]], ...]] = (
     (
         "status",
-        _rx(
+        rx(
             r"""\b(?:status|progress|how\s+(?:is|are)\s+[\w\s]+\s+going|where\s+are\s+we|blocked|
             any\s+updates?|update\s+on|is\s+[\w\s]+\s+(?:done|finished|ready|live|merged|deployed)|
             still\s+(?:open|pending|running))\b"""
@@ -39,49 +34,49 @@ _INTENT_PATTERNS: Final[tuple[tuple[Intent, re.Pattern[str]], ...]] = (
     ),
     (
         "process",
-        _rx(
+        rx(
             r"""\bhow\s+(?:do|can|should|would)\s+(?:i|we|you)\b|\bhow\s+to\b|\bsteps?\b|
             \bprocess\b|\bprocedure\b|\bworkflow\b|\bchecklist\b|\bwhat's\s+the\s+way\b"""
         ),
     ),
     (
         "recall",
-        _rx(
+        rx(
             r"""\bremember\b|\brecall\b|\bdid\s+i\s+(?:tell|mention|say)\b|\bwhat\s+did\b|
             \blast\s+time\b|\bwe\s+(?:discussed|talked)\b|\byou\s+said\b|\bearlier\b"""
         ),
     ),
     (
         "comparison",
-        _rx(
+        rx(
             r"""\bcompare\b|\bcompared\b|\bversus\b|\bvs\.?\b|\bdifference\s+between\b|
             \bbetter\s+than\b|\bworse\s+than\b|\bwhich\s+is\s+(?:better|faster|cheaper)\b"""
         ),
     ),
     (
         "verification",
-        _rx(
+        rx(
             r"""\bis\s+it\s+true\b|\bconfirm\b|\bdouble[-\s]check\b|\bverify\b|\bright\?|
             \bcorrect\?|\bisn't\s+it\b|\bis\s+that\s+right\b|\bam\s+i\s+right\b"""
         ),
     ),
     (
         "planning",
-        _rx(
+        rx(
             r"""\bplan(?:s|ned|ning)?\b|\bschedul\w*|\bdeadline\b|\bdue\b|\broadmap\b|
             \bnext\s+steps\b|\bmilestone\b|\bupcoming\b"""
         ),
     ),
     (
         "delegation",
-        _rx(
+        rx(
             r"""\bassign\w*|\bdelegat\w*|\bhand\s+(?:off|over)\b|\bask\s+\w+\s+to\b|
             \bhave\s+\w+\s+(?:do|handle|look)\b|\bhandles?\b|\bin\s+charge\b|\bresponsible\b|
             \bowns?\b|\btak(?:e|es|ing)\s+over\b|\bwho\s+(?:handles|owns|manages|is\s+responsible)"""
         ),
     ),
 )
-_PROCESS_PHRASES: Final = _rx(
+_PROCESS_PHRASES: Final = rx(
     r"""\bhow\s+(?:do|can|should|would)\s+(?:i|we|you)\s+(?P<a>[^?.!,]+)
     | \bhow\s+to\s+(?P<b>[^?.!,]+)
     | \b(?:process|procedure|steps|workflow|checklist)\s+(?:for|to|of)\s+(?P<c>[^?.!,]+)

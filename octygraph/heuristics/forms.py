@@ -13,17 +13,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Final
 
+from octygraph.heuristics.text import rx
+
 if TYPE_CHECKING:
     from octygraph.heuristics.analysis import Sentence
 
 
-def _rx(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE | re.VERBOSE)
-
-
 # ---------------------------------------------------------------------------- kept without the gate
 
-EXPLICIT_RULE: Final = _rx(
+EXPLICIT_RULE: Final = rx(
     r"""^(?:(?:and|also|so|ok|okay|please|but)[,\s]+)?(?:
         (?:from\s+now\s+on|going\s+forward|as\s+a\s+rule|in\s+(?:the\s+)?future|for\s+all\s+future
         |rules?\s+of\s+thumb)\b
@@ -46,7 +44,7 @@ _STATED_LEAD: Final = (
 )
 _NOT_AT_HAND: Final = r"(?![^?]*\b(?:this|that|these|those|here|it|yet)\b)"
 """Not about the thing at hand: "we use the other client in this file" is not a project fact."""
-STACK_STATEMENT: Final = _rx(
+STACK_STATEMENT: Final = rx(
     rf"""{_STATED_LEAD}we(?:'re|\s+are|re)?\s+
     (?:not\s+|just\s+|only\s+|already\s+|now\s+|also\s+|all\s+)*
     (?:using|use|don'?t\s+use|do\s+not\s+use|never\s+use|always\s+use)\s
@@ -56,12 +54,12 @@ STACK_STATEMENT: Final = _rx(
 the old anon keys, we're just using a publishable key". 43 durable segments of the training sets
 begin so, and 4 others that go on to the task ("we use httpx everywhere, not requests, so look at
 the httpx timeout config"); "we use the other client in this file" is left to the gate."""
-STATED_PREFERENCE: Final = _rx(
+STATED_PREFERENCE: Final = rx(
     rf"""{_STATED_LEAD}(?:i\s+(?:really\s+|strongly\s+|generally\s+|always\s+)?prefer
     | i\s+(?:really\s+)?(?:do\s+not|don'?t|dont)\s+(?:really\s+)?(?:want|like)
     | i\s+(?:always\s+)?want\s+(?:you\s+to\s+)?always)\b{_NOT_AT_HAND}[^?]*$"""
 )
-STATED_DECISION: Final = _rx(
+STATED_DECISION: Final = rx(
     rf"""{_STATED_LEAD}(?:we(?:'ve|\s+have)?\s+(?:decided|chose|picked|settled\s+on|agreed)
     | we(?:'re|\s+are|re)\s+going\s+with | we\s+went\s+with)\b{_NOT_AT_HAND}[^?]*$"""
 )
@@ -70,7 +68,7 @@ right now", "we went with Hono for the edge API". In the training sets 284 durab
 (either pattern) and 2 that are not ("ok so we decided a few things in the planning call")."""
 
 
-UNIVERSAL_ADVERBIAL: Final = _rx(
+UNIVERSAL_ADVERBIAL: Final = rx(
     r"""^[^?]*(?:\b(?:in\s+all\s+cases|at\s+all\s+times|no\s+matter\s+what|without\s+exception|
     every\s+single\s+time|in\s+all\s+circumstances|under\s+any\s+circumstances)\b[^?]*
     |,\s*always\s*[.!]?\s*)$"""
@@ -78,7 +76,7 @@ UNIVERSAL_ADVERBIAL: Final = _rx(
 """A rule marked as holding every time, anywhere in the sentence ("... the top priority in all
 cases", "apply the changes yourself, always"): 12 durable segments of the training sets say so
 and none that is not ("in every case I tried, it was a 502" is why "in every case" is not here)."""
-TOLD_FOR_CONTEXT: Final = _rx(
+TOLD_FOR_CONTEXT: Final = rx(
     r"""^(?:as\s+you\s+(?:know|may\s+know|might\s+know|remember)|as\s+(?:i|we)\s+(?:said|mentioned)
     (?:\s+(?:before|earlier|last\s+time|the\s+other\s+day))?|for\s+context|just\s+so\s+you\s+know
     |for\s+the\s+record)\b[,:]?\s+(?:\S+\s+){2}[^?]*$"""
@@ -111,7 +109,7 @@ def explicit_kind(text: str, gate_kind: str) -> str | None:
 
 # ---------------------------------------------------------------------------- a rule and its reason
 
-PROHIBITION: Final = _rx(
+PROHIBITION: Final = rx(
     r"""^(?:(?:and|also|so|ok|okay|but|please|pls|oh|btw)[,\s]+)*(?:do\s+not|don'?t|dont|never)\s+
     (?!mind\b)(?![^?]*\b(?:this|that|these|those|it|here|yet|now|today)\b)[^?]*$"""
 )
@@ -134,10 +132,10 @@ def reasoned_prohibition(message: str, before: str, clause: str) -> str | None:
 
 # ------------------------------------------------------------------- refused whatever the gate says
 
-GO_AHEAD: Final = _rx(r"\bgo\s+ahead\b")
+GO_AHEAD: Final = rx(r"\bgo\s+ahead\b")
 """Permission for the step at hand ("if they are, go ahead and draft the updates"): a continuation,
 whatever else the sentence asks (22 segments of the training sets say it, none durable)."""
-GUESS: Final = _rx(
+GUESS: Final = rx(
     r"""^(?:(?:and|also|so|ok|okay|but|hmm|well|honestly|btw)[,\s]+)*
     (?:i\s+suppose|i\s+guess|i\s+assume|i\s+imagine|my\s+guess\s+is|i\s+bet|i\s+reckon|i\s+suspect)
     (?:\s+that)?\b
@@ -147,7 +145,7 @@ GUESS: Final = _rx(
 speaker does not know, so there is nothing to remember. A proposal or decision after the same
 words ("I guess we'll keep Postgres") is left to the gate. No durable line of the training sets
 matches."""
-REFERS_BACK: Final = _rx(
+REFERS_BACK: Final = rx(
     r"""^(?:(?:and|also|so|but|btw|fyi)[,\s]+)*(?:it|it's|its|they|they're|these|those)\b
     (?!\s*(?:is|'s|s)?\s*(?:important|crucial|critical|essential|fine|ok|okay|better|best|worth
     |easier|safer|a\s+(?:standing\s+)?rule|our\s+rule)\b)"""
@@ -161,8 +159,8 @@ gate). "It's important to me that ..." names what it is about."""
 
 # ------------------------------------------------------------------------------- refused in replies
 
-BRANCH_SWITCH: Final = _rx(r"\b(?:switched|checked\s+out)\b[^.]*\bbranch\b")
-MEANING: Final = _rx(r"\bmeans\b")
+BRANCH_SWITCH: Final = rx(r"\b(?:switched|checked\s+out)\b[^.]*\bbranch\b")
+MEANING: Final = rx(r"\bmeans\b")
 
 
 def reply_refusal(s: Sentence) -> str | None:

@@ -22,7 +22,7 @@ from typing import Final
 from octygraph.heuristics.analysis import ONE_OFF, Sentence, analyze, resolve_pronouns
 from octygraph.heuristics.entities import Gazetteer, prompt_gazetteer
 from octygraph.heuristics.safety import redact_secrets
-from octygraph.heuristics.text import split_sentences
+from octygraph.heuristics.text import rx, split_sentences
 from octygraph.models import (
     Classification,
     ExtractedInstruction,
@@ -30,12 +30,7 @@ from octygraph.models import (
     InstructionSubtype,
 )
 
-
-def _rx(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE | re.VERBOSE)
-
-
-THRESHOLD: Final = _rx(
+THRESHOLD: Final = rx(
     r"""(?:\bat\s+(?:least|most)|\bno\s+(?:more|less|fewer)\s+than|\bnot\s+more\s+than|
     \bmore\s+than|\bless\s+than|\bfewer\s+than|\bunder|\bover|\bbelow|\babove|\bmaximum|
     \bminimum|\bmax|\bmin|\bup\s+to|\blimit(?:ed)?\s+(?:is|of|to|at)|\bcap(?:ped)?\s+(?:is|at|of)|
@@ -45,9 +40,9 @@ THRESHOLD: Final = _rx(
     under|below|above|over)|max(?:imum)?|min(?:imum)?|tops|limit|cap)\b
     | \bthreshold\b"""
 )
-SWITCHED: Final = _rx(r"\bswitched\s+(?:over\s+)?(?:from\s+[\w.@/#+-]+\s+)?to\b")
+SWITCHED: Final = rx(r"\bswitched\s+(?:over\s+)?(?:from\s+[\w.@/#+-]+\s+)?to\b")
 """A past switch of tools ("We switched from CircleCI to Buildkite") says what is used now."""
-TOOL_USAGE: Final = _rx(
+TOOL_USAGE: Final = rx(
     r"""\b(?:use|using|uses)\s+[\w.@/#+-]+(?:\s+[\w.@/#+-]+)?\s+(?:for|to|when|as|instead\s+of)\b
     | \bswitch(?:ed)?\s+(?:over\s+)?(?:from\s+[\w.@/#+-]+\s+)?to\b
     | \b(?:is|are)\s+(?:only\s+)?(?:used\s+)?for\s+(?!the\s+(?:best|worst))\w
@@ -57,12 +52,12 @@ TOOL_USAGE: Final = _rx(
     (?:in|on|to|into)\s+(?:the\s+)?[\w#@/.-]+
     | \bwe\s+use\b"""
 )
-_TOOLISH: Final = _rx(
+_TOOLISH: Final = rx(
     r"""\b(?:folder|directory|dir|channel|repo|repository|sheet|spreadsheet|drive|bucket|wiki|
     board|tracker|database|db|table|notebook|workspace|project|inbox|vault|dashboard|page|doc)\b
     | [/#]\w | \w\.\w{2,4}\b"""
 )
-ROLE_ASSIGNMENT: Final = _rx(
+ROLE_ASSIGNMENT: Final = rx(
     r"""\b(?:assign|send|route|forward|escalate|hand|give|direct|refer|redirect|delegate)\b
     [^.?!]*\bto\s+@?\w
     | (?:^|,\s*)(?:please\s+)?(?:always\s+)?(?:ask|cc|loop\s+in|ping|notify|check\s+with|consult|
@@ -71,40 +66,40 @@ ROLE_ASSIGNMENT: Final = _rx(
     review|approve|cover|take\s+care\s+of|lead|sign\s+off|be\s+(?:responsible|in\s+charge))\b
     | \b(?:goes|go)\s+(?:straight\s+)?to\s+@?\w"""
 )
-EXCEPTION: Final = _rx(
+EXCEPTION: Final = rx(
     r"""\bexcept(?:\s+for)?\b|\bunless\b|\bbut\s+for\b|\bother\s+than\b|\bexception\b|\bexempt\b|
     \b(?:doesn't|does\s+not|don't|do\s+not)\s+apply\s+to\b|\bonly\s+for\b|^for\s+\w+(?:\s+\w+)?,"""
 )
-PREFERENCE: Final = _rx(
+PREFERENCE: Final = rx(
     r"""^(?:i\s+(?:would\s+|'d\s+)?prefer|we\s+prefer|i'd\s+rather|i\s+would\s+rather|
     our\s+preference|let's\s+(?:make\s+sure|always|keep|stick|use|not|never)|
     i\s+like\s+it\s+when\s+you|i\s+(?:want|need)\s+you\s+to\s+always|
     please\s+(?:always|never|make\s+sure))\b | \bprefer(?:s|red|ably)?\b"""
 )
-BAN: Final = _rx(
+BAN: Final = rx(
     r"""\bnever\b|\bmust\s+not\b|\bmustn't\b|\bshouldn't\b|\bshould\s+not\b|\bnot\s+allowed\b|
     \bunder\s+no\s+circumstances\b|\bno\s+one\s+should\b|\bnobody\s+should\b|\bforbidden\b|
     \bprohibited\b|\b(?:don't|do\s+not)\s+(?!worry|bother|know|think|forget|mind|care)\w+"""
 )
-STEPS: Final = _rx(
+STEPS: Final = rx(
     r"""\b(?:first|then|after\s+that|afterwards|finally|step\s+\d|steps?\s*:|followed\s+by|
     and\s+then|the\s+process\s+(?:for|to|of|is))\b"""
 )
-GENERAL: Final = _rx(
+GENERAL: Final = rx(
     r"""\b(?:all|every|any|each|always|whenever|by\s+default|instead\s+of|rather\s+than|
     daily|nightly|weekly|monthly|quarterly|yearly|annually|hourly)\b
     | ^(?:when|whenever|if|for|before|after|once|unless)\b"""
 )
 """Wording that makes a command a standing one ("Send all invoices to Lisa")."""
-PROCESS_CUE: Final = _rx(
+PROCESS_CUE: Final = rx(
     r"\b(?:process|procedure|workflow|steps?|checklist|routine|playbook|release|publish\w*)\b|^to\s+\w+"
 )
 """Words that make a sequence of steps a procedure to remember, not a one-off to-do list."""
-UNIVERSAL: Final = _rx(
+UNIVERSAL: Final = rx(
     r"""\b(?:always|never|from\s+now\s+on|going\s+forward|every\s+time|each\s+time|whenever|
     everyone|everybody|no\s+one|nobody|all|any|every)\b"""
 )
-TEAM: Final = _rx(r"\b(?:team|squad|department|dept|crew|everyone\s+on|channel)\b")
+TEAM: Final = rx(r"\b(?:team|squad|department|dept|crew|everyone\s+on|channel)\b")
 
 _SUBTYPE: Final[dict[str, InstructionSubtype]] = {
     "process": "rule",

@@ -32,7 +32,7 @@ from octygraph.heuristics.instructions import detect_instruction, instruction_sc
 from octygraph.heuristics.lexicon import GENERIC_SUBJECTS, STOPWORDS
 from octygraph.heuristics.reconcile import ROLE_STATEMENT
 from octygraph.heuristics.safety import redact_secrets
-from octygraph.heuristics.text import WORD
+from octygraph.heuristics.text import WORD, rx
 from octygraph.judgement.standalone import project_statement, standalone
 from octygraph.models import Classification, NodeType, StorageDecision, StorageItem
 
@@ -45,10 +45,6 @@ def _gate_verdicts(message: str, assistant: bool) -> list[Judged]:
     from octygraph.judgement.gate import storage_gate
 
     return storage_gate().judge(message, assistant=assistant)
-
-
-def _rx(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE | re.VERBOSE)
 
 
 MAX_ITEMS: Final = 10
@@ -69,7 +65,7 @@ _LEAD: Final = r"^(?:(?:also|and|please|then|now|ok|okay|so|pls)[,\s]+)*"
 _POINTER: Final = (
     r"(?:this|that|these|it)(?:\s+(?:preference|convention|rule|principle|one))?\s*(?:[.,;!]|$)"
 )
-RECORD_THIS: Final = _rx(
+RECORD_THIS: Final = rx(
     rf"""\b(?:record|document|capture|save|remember|write\s+down|add|put|keep)\w*\s+
         (?:this|that|these|it)\s+(?:as\s+(?:a|an|our)\s+|(?:in|to|into)\s+(?:the\s+|our\s+|a\s+)?)
         {_RULE_PLACE}(?:\s+(?:file|too|as\s+well))?\s*[.!]?\s*$
@@ -80,7 +76,7 @@ RECORD_THIS: Final = _rx(
 )
 """A request to write down what the user just said as a standing rule: "add a cursor rule recording
 this preference", "put that in CLAUDE.md", "please remember that"."""
-RULE_CONTENT: Final = _rx(
+RULE_CONTENT: Final = rx(
     rf"""{_LEAD}(?:
         (?:add|create|write|make|put|start)\s+(?:a|an|another|the)?\s*(?:new\s+)?{_RULE_PLACE}
             \s+(?:entry\s+)?(?:that\s+(?:says|states|mentions)(?:\s+that)?|that|saying|stating|to\s+say)
@@ -113,16 +109,16 @@ def recorded_rules(texts: Sequence[str]) -> tuple[dict[int, str], set[int]]:
     return rules, requests
 
 
-CODE: Final = _rx(
+CODE: Final = rx(
     r"""[{};]\s*$ | ^\s*(?:def|class|import|const|let|var|function|return|SELECT|INSERT)\s
     | ^\s*from\s+\S+\s+import\b | => | \)\s*\{ | ^\s*[$>]\s"""
 )
-_ROLE_WORDS: Final = _rx(
+_ROLE_WORDS: Final = rx(
     r"""\b(?:handles?|owns?|manages?|leads?|runs?|covers?|is\s+responsible\s+for|
     is\s+in\s+charge\s+of|takes?\s+care\s+of|looks?\s+after|works?\s+(?:on|for|at|with)|
     reports?\s+to|taking\s+over|took\s+over|is\s+(?:our|the|their|my)\s+\w+)\b"""
 )
-_CURRENT_ROLE: Final = _rx(
+_CURRENT_ROLE: Final = rx(
     r"""\b(?:is|are|'s|'re)\s+(?:now\s+)?taking\s+over\b|\btakes\s+over\b|
     \bnow\s+(?:handles?|owns?|manages?|leads?|runs?|covers?|is\s+responsible|is\s+in\s+charge)\b|
     \b(?:handles?|owns?|manages?|leads?|runs?|covers?)\b[^.?!]*\bnow\s*[.!]?\s*$"""
@@ -131,51 +127,51 @@ _CURRENT_ROLE: Final = _rx(
 _EVENT_SUBTYPES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     (
         "incident",
-        _rx(
+        rx(
             r"""\b(?:fail(?:ed|ing)?|broke|broken|crash(?:ed)?|outage|went\s+down|down\s+for|bug|
             error|incident|leak(?:ed)?|hack(?:ed)?|lost|missed|rolled\s+back|regress(?:ed|ion))\b"""
         ),
     ),
     (
         "decision",
-        _rx(r"\b(?:decided|agreed|chose|approved|rejected|signed\s+off|settled\s+on|voted)\b"),
+        rx(r"\b(?:decided|agreed|chose|approved|rejected|signed\s+off|settled\s+on|voted)\b"),
     ),
     (
         "conversation",
-        _rx(
+        rx(
             r"""\b(?:said|told|asked|called|met|talked|spoke|discussed|mentioned|emailed|
             messaged|replied|complained|chatted)\b"""
         ),
     ),
     (
         "outcome",
-        _rx(
+        rx(
             r"""\b(?:finished|completed|delivered|shipped|launched|released|won|closed|signed|
             published|merged|deployed|hit|reached|passed|submitted|done)\b"""
         ),
     ),
 )
 _FACT_SUBTYPES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
-    ("conditional", _rx(r"^(?:if|when|whenever|unless)\b|\b(?:if|unless|only\s+when)\b")),
+    ("conditional", rx(r"^(?:if|when|whenever|unless)\b|\b(?:if|unless|only\s+when)\b")),
     (
         "causal",
-        _rx(r"\b(?:because|due\s+to|caus(?:e|es|ed)|leads?\s+to|results?\s+in|so\s+that)\b"),
+        rx(r"\b(?:because|due\s+to|caus(?:e|es|ed)|leads?\s+to|results?\s+in|so\s+that)\b"),
     ),
     (
         "comparative",
-        _rx(
+        rx(
             r"\b(?:more|less|fewer|better|worse|faster|slower|cheaper|\w+er)\s+than\b|\bcompared\s+to\b"
         ),
     ),
     (
         "negation",
-        _rx(r"\b(?:not|no\s+longer|never|doesn't|don't|isn't|aren't|can't|cannot|won't|didn't)\b"),
+        rx(r"\b(?:not|no\s+longer|never|doesn't|don't|isn't|aren't|can't|cannot|won't|didn't)\b"),
     ),
 )
-_PLAN_REQUESTED: Final = _rx(
+_PLAN_REQUESTED: Final = rx(
     r"\b(?:asked|wants?|requested|needs?)\s+(?:me|us|you|them)\s+to\b|\b(?:request(?:ed)?)\b"
 )
-_PLAN_INTENDED: Final = _rx(
+_PLAN_INTENDED: Final = rx(
     r"\b(?:plan(?:s|ning)?\s+to|intend(?:s|ing)?\s+to|going\s+to|gonna|want\s+to|hope\s+to|aim\s+to)\b"
 )
 _REPLACE_MARKERS: Final = frozenset(

@@ -8,6 +8,12 @@ from typing import Final
 
 from octygraph.heuristics.lexicon import STOPWORDS
 
+
+def rx(pattern: str) -> re.Pattern[str]:
+    """A hand-written pattern, compiled case-blind and verbose (whitespace and comments ignored)."""
+    return re.compile(pattern, re.IGNORECASE | re.VERBOSE)
+
+
 _FENCE: Final = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _BULLET: Final = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)]|[a-z][.)])\s+")
 _END: Final = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s|$)")

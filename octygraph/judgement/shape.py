@@ -15,49 +15,45 @@ from typing import Final
 import numpy as np
 
 from octygraph.heuristics.lexicon import COMMON_VERBS
-
-
-def _rx(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE | re.VERBOSE)
-
+from octygraph.heuristics.text import rx
 
 _WORD: Final = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+(?:\.\d+)*")
-_QUESTION_START: Final = _rx(
+_QUESTION_START: Final = rx(
     r"""^(?:who|whom|whose|what|which|when|where|why|how|is|are|was|were|do|does|did|can|could|
     would|should|will|shall|may|might|have|has|had|am|isn't|aren't|doesn't|don't|didn't|any\s+idea|
     wondering)\b"""
 )
-_ASK_ASSISTANT: Final = _rx(
+_ASK_ASSISTANT: Final = rx(
     r"""\b(?:can|could|would|will)\s+you\b|\bplease\b|\bpls\b|\bplz\b|\bi\s+(?:want|need|'d\s+like|
     would\s+like)\s+(?:you\s+)?to\b|\blet'?s\b|\bhelp\s+me\b|\bmake\s+it\b|\btry\s+(?:again|to)\b"""
 )
-_RULE_MARKERS: Final = _rx(
+_RULE_MARKERS: Final = rx(
     r"""\b(?:always|never|from\s+now\s+on|going\s+forward|by\s+default|as\s+a\s+rule|every\s+time|
     whenever|must|mustn't|should|shouldn't|don't\s+ever|do\s+not\s+ever|make\s+sure\s+(?:to\s+)?always|
     our\s+(?:rule|convention|policy|standard)|the\s+rule\s+is|convention|policy)\b"""
 )
-_PREFERENCE: Final = _rx(
+_PREFERENCE: Final = rx(
     r"""\bi\s+(?:prefer|like|love|hate|dislike|want\s+(?:everything|all|you\s+to\s+always))\b|
     \b(?:rather|preference|preferred)\b|\bkeep\s+(?:your\s+)?(?:answers|responses|replies)\b"""
 )
-_OPENER: Final = _rx(
+_OPENER: Final = rx(
     r"""^(?:fyi|btw|by\s+the\s+way|heads\s+up|note|reminder|remember|for\s+the\s+record|context|
     for\s+context|just\s+so\s+you\s+know|important|keep\s+in\s+mind|quick\s+note|also\s+note)\b"""
 )
-_STATE_VERBS: Final = _rx(
+_STATE_VERBS: Final = rx(
     r"""\b(?:is|are|uses?|runs?\s+on|lives?\s+in|lives?\s+under|is\s+(?:deployed|hosted|stored|built)|
     are\s+(?:deployed|hosted|stored)|handles?|owns?|manages?|depends\s+on|targets?|belongs?|
     goes|go\s+(?:in|to|through)|sits?\s+(?:in|on|behind)|stays?|has|have|contains?)\b"""
 )
-_DECIDED: Final = _rx(
+_DECIDED: Final = rx(
     r"""\b(?:decided|chose|chosen|picked|settled\s+on|agreed|going\s+with|went\s+with|switched|
     migrated|moved\s+(?:to|from|over)|standardi[sz]ed|adopted|dropped|deprecated|replaced)\b"""
 )
-_FUTURE: Final = _rx(
+_FUTURE: Final = rx(
     r"""\b(?:will|won't|going\s+to|gonna|planned|planning|plan\s+to|scheduled|later|next\s+(?:week|
     month|sprint|quarter|release)|on\s+hold|postponed|deadline|due|launch(?:es|ing)?|freeze)\b"""
 )
-_DATE: Final = _rx(
+_DATE: Final = rx(
     r"""\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b|
     \b\d{4}-\d\d-\d\d\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b|\bq[1-4]\b|
     \b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|weekend)\b|
@@ -69,31 +65,31 @@ _VERSION: Final = re.compile(
 _PATH_URL: Final = re.compile(
     r"https?://|www\.|(?:^|[\s`(])[~.]?/?[\w.-]+/[\w./*<>-]+|\b\w+\.(?:py|ts|tsx|js|jsx|md|mdc|json|ya?ml|toml|rs|go|rb|java|kt|swift|sql|sh|env|css|html)\b"
 )
-_LOG: Final = _rx(
+_LOG: Final = rx(
     r"""\b(?:error|exception|traceback|failed|failure|warning|warn|undefined|null|cannot|can't\s+find|
     not\s+found|denied|refused|timeout|timed\s+out|crash(?:ed|es)?|panic|segfault|stack\s+trace|
     status\s+code|exit\s+code|\d{3}\s+(?:error|not|bad|internal))\b|[A-Z]\w+(?:Error|Exception)\b"""
 )
-_ACK: Final = _rx(
+_ACK: Final = rx(
     r"""^(?:ok(?:ay)?|k|yes|yep|yeah|yup|no|nope|sure|great|perfect|nice|cool|thanks|thank\s+you|thx|
     ty|lgtm|go\s+ahead|continue|proceed|do\s+it|sounds\s+good|looks\s+good|works|done|good|awesome|
     got\s+it|option\s+\w+|\d+|[a-d]|try\s+again|keep\s+going|next|same|agreed|right|correct|exactly)\b"""
 )
-_HEDGE: Final = _rx(
+_HEDGE: Final = rx(
     r"""\b(?:maybe|perhaps|probably|i\s+think|i\s+guess|not\s+sure|might|seems?|looks\s+like|
     weird|strange|hmm+|huh|idk)\b"""
 )
-_DEICTIC_START: Final = _rx(r"^(?:it|this|that|these|those|here|there|same|still)\b")
-_CORRECTION: Final = _rx(
+_DEICTIC_START: Final = rx(r"^(?:it|this|that|these|those|here|there|same|still)\b")
+_CORRECTION: Final = rx(
     r"""\b(?:you\s+(?:edited|changed|deleted|removed|broke|forgot|missed|used|did|put|added|
     wrote)|wrong|that's\s+not|not\s+what\s+i|i\s+meant|undo|revert\s+that|again\b)"""
 )
-_NARRATION: Final = _rx(
+_NARRATION: Final = rx(
     r"""^(?:let\s+me|i'll|i\s+will|i'm\s+going\s+to|now\s+i|next,?\s+i|first,?\s+i|looking\s+at|
     i\s+see|i\s+can\s+see|i\s+notice|let's\s+(?:check|look|see|run|start)|now\s+let's|great!?|
     perfect!?|you\s+(?:want|asked|'d\s+like|would\s+like)|would\s+you|should\s+i|shall\s+i)\b"""
 )
-_DONE: Final = _rx(
+_DONE: Final = rx(
     r"""\b(?:i(?:'ve|\s+have)?\s+(?:deployed|migrated|switched|added|created|set\s+up|configured|
     installed|enabled|moved|replaced|upgraded|pinned|documented)|(?:is|are)\s+now\b|now\s+(?:uses?|
     runs?|lives?|targets?|loads?|requires?)|from\s+now\s+on)\b"""
