@@ -110,10 +110,10 @@ def explicit_kind(text: str, gate_kind: str) -> str | None:
 # ---------------------------------------------------------------------------- a rule and its reason
 
 PROHIBITION: Final = rx(
-    r"""^(?:(?:and|also|so|ok|okay|but|please|pls|oh|btw)[,\s]+)*(?:do\s+not|don'?t|dont|never)\s+
-    (?!mind\b)(?![^?]*\b(?:this|that|these|those|it|here|yet|now|today)\b)[^?]*$"""
+    rf"""^(?:(?:and|also|so|ok|okay|but|please|pls|oh|btw)[,\s]+)*(?:do\s+not|don'?t|dont|never)\s+
+    (?!mind\b){_NOT_AT_HAND}(?![^?]*\b(?:now|today)\b)[^?]*$"""
 )
-"""A prohibition not tied to the work at hand ("do not reinit task-master")."""
+"""A prohibition not tied to the work at hand ("do not reinit task-master"), nor to the moment."""
 
 
 def reasoned_prohibition(message: str, before: str, clause: str) -> str | None:
