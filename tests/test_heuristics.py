@@ -200,6 +200,15 @@ def test_split_sentences_keeps_abbreviations_and_lists_and_drops_code() -> None:
     ]
 
 
+def test_a_quoted_sentence_does_not_end_the_sentence_it_is_quoted_in() -> None:
+    text = 'never ask "Shall I go on?" when it is obvious. He said "done." Then he left.'
+    assert split_sentences(text) == [
+        'never ask "Shall I go on?" when it is obvious.',
+        'He said "done."',
+        "Then he left.",
+    ]
+
+
 # --- dates ----------------------------------------------------------------------------------
 
 

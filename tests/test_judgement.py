@@ -222,6 +222,13 @@ def test_a_mixed_prompt_stores_only_its_durable_part() -> None:
     assert "Redis" in texts[0] and "product page" not in texts[0]
 
 
+def test_a_question_quoted_in_a_rule_stays_in_the_rule_in_the_user_s_words() -> None:
+    rule = 'from now on, never reply "Shall I go ahead?" when the next step is obvious'
+    assert stored_texts(rule) == [
+        'From now on, never reply "Shall I go ahead?" when the next step is obvious'
+    ]
+
+
 def test_a_request_that_sets_the_project_up_is_stored_as_what_the_project_is() -> None:
     texts = stored_texts("bootstrap a quarkus service for the parcel tracking api")
     assert texts == ["The project is a quarkus service for the parcel tracking api"]

@@ -88,6 +88,10 @@ def _split_block(block: str) -> list[str]:
             # "e.g." and "Dr." are not sentence ends; nor is an initial ("J. Smith").
             if last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()):
                 continue
+        # A quoted question or sentence inside a sentence ('never ask "Shall I go on?" when ...'):
+        # the quote ends, the sentence does not.
+        if match.group()[-1] in '"”' and block[match.end() :].lstrip()[:1].islower():
+            continue
         piece = block[start : match.end()].strip()
         if piece:
             out.append(piece)

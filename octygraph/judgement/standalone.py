@@ -57,6 +57,7 @@ _THAT_CLAUSE: Final = re.compile(
 )
 """The "that" of "fyi that I'm ...": it opens a clause when a subject follows, not when a noun does
 ("fyi that endpoint is deprecated" keeps it)."""
+_QUOTED: Final = re.compile(r'("[^"]*"|“[^”]*”)')
 _THIS_PROJECT: Final = re.compile(
     r"(?i)\b(?:this|our|the\s+current)\s+(repo|repository|project|codebase|app)\b"
 )
@@ -120,9 +121,15 @@ def standalone(text: str, *, speaker: str = "user", project: str | None = None) 
         body = _subject(who, m) + body[m.end() - 1 :]
     if body[:3].lower() == "my ":
         body = whose[0].upper() + whose[1:] + body[2:]
-    body = _MY.sub(whose, body)
-    body = _MID_I.sub(lambda m: _subject(who.lower(), m), body)
-    if project:
-        body = _THIS_PROJECT.sub(lambda m: f"the {project} {m.group(1)}", body)
+
+    def resolve(part: str) -> str:
+        part = _MY.sub(whose, part)
+        part = _MID_I.sub(lambda m: _subject(who.lower(), m), part)
+        if project:
+            part = _THIS_PROJECT.sub(lambda m: f"the {project} {m.group(1)}", part)
+        return part
+
+    # Quoted words are someone's words as said ('never ask "Shall I go on?"'): left as they are.
+    body = "".join(part if i % 2 else resolve(part) for i, part in enumerate(_QUOTED.split(body)))
     body = body.rstrip(" ,;:")
     return body[:1].upper() + body[1:] if body else body
