@@ -222,6 +222,21 @@ def test_a_mixed_prompt_stores_only_its_durable_part() -> None:
     assert "Redis" in texts[0] and "product page" not in texts[0]
 
 
+def test_a_statement_said_in_one_breath_is_stored_whole() -> None:
+    # The clauses are judged one by one; when no clause is a task, the memory is the whole sentence.
+    said = (
+        "the mobile app still talks to the old SOAP gateway, we never call it from the web client"
+    )
+    assert stored_texts(said) == [said[0].upper() + said[1:]]
+    # A request, or the user's next step in the conversation, is not part of the statement.
+    assert stored_texts("we use pnpm in this repo, i'll paste the error below") == [
+        "We use pnpm in the shopfront repo"
+    ]
+    assert stored_texts("we use pnpm in this repo; find out why npm ran in CI") == [
+        "We use pnpm in the shopfront repo"
+    ]
+
+
 def test_a_question_quoted_in_a_rule_stays_in_the_rule_in_the_user_s_words() -> None:
     rule = 'from now on, never reply "Shall I go ahead?" when the next step is obvious'
     assert stored_texts(rule) == [

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import date
+from itertools import groupby
 from typing import TYPE_CHECKING, Final
 
 from octygraph.heuristics.analysis import MAX_ANALYSIS_CHARS, Sentence, analyze, resolve_pronouns
@@ -328,6 +330,8 @@ def filter_storage(
     kept: set[int] = set()  # the segments that made an item
     skipped: list[str] = []
     sentences = [analyze(verdict.text, today, gazetteer) for verdict in judged]
+    if not assistant:
+        judged, sentences = _whole_statements(judged, sentences, today, gazetteer)
     # "Our CTO is Mina Okafor. She approves ..." : the second sentence is about Mina Okafor too.
     names = resolve_pronouns(sentences)
     recorded, requests = recorded_rules([v.text for v in judged]) if not assistant else ({}, set())
@@ -375,6 +379,46 @@ def filter_storage(
     else:
         reason = "Nothing to store: empty message."
     return StorageDecision(store=bool(items), reason=reason, items=items)
+
+
+def _whole_statements(
+    judged: Sequence[Judged], sentences: list[Sentence], today: date, gazetteer: Gazetteer
+) -> tuple[list[Judged], list[Sentence]]:
+    """Clauses of one sentence, judged one by one, joined again when none of them is a task.
+
+    The segmenter cuts "Add retries to the uploader; we use tenacity here" to part the task from the
+    fact. When one clause is kept and the others are statements too ("flutter was rejected, we stay
+    native on both platforms"), the memory is the whole sentence: the clause alone loses what was
+    said in the same breath, most often the reason or the other half of the fact. On the training
+    sets, every sentence this joins is labelled durable, at any gate score of the other clauses.
+    """
+
+    def kept_kind(k: int) -> str | None:
+        verdict = judged[k]
+        return verdict.kind if verdict.keep else explicit_kind(sentences[k].body, verdict.kind)
+
+    def joins(k: int, kinds: dict[int, str]) -> bool:
+        # A kept clause may be a rule in the imperative; any other clause must be a statement.
+        s = sentences[k]
+        task = s.imperative or s.request or s.question
+        return _refusal(s) is None and (k in kinds or not task)
+
+    out_judged: list[Judged] = []
+    out_sentences: list[Sentence] = []
+    for whole, run in groupby(range(len(judged)), key=lambda k: judged[k].sentence or k):
+        group = list(run)
+        kinds = {k: kind for k in group if (kind := kept_kind(k)) is not None}
+        if isinstance(whole, str) and kinds and all(joins(k, kinds) for k in group):
+            best = max(kinds, key=lambda k: judged[k].durable)
+            durable = max(judged[k].durable for k in group)
+            out_judged.append(
+                replace(judged[best], text=whole, durable=durable, kind=kinds[best], keep=True)
+            )
+            out_sentences.append(analyze(whole, today, gazetteer))
+        else:
+            out_judged += [judged[k] for k in group]
+            out_sentences += [sentences[k] for k in group]
+    return out_judged, out_sentences
 
 
 def has_durable(message: str, *, assistant: bool = False) -> bool:

@@ -49,6 +49,8 @@ class Judged:
     """rule, preference, fact, decision or plan (the most likely kind; meaningful when kept)."""
     keep: bool
     machine: bool = False
+    sentence: str = ""
+    """The whole sentence when the segment is one of its clauses, else empty."""
 
 
 def judged_segments(message: str, *, assistant: bool) -> list[Segment]:
@@ -158,7 +160,9 @@ class StorageGate:
         for row, i in enumerate(prose):
             kind = self.kind.classes[int(np.argmax(p_kind[row]))]
             p = float(p_durable[row])
-            verdicts[i] = Judged(segs[i].text, round(p, 4), kind, keep=p >= bar)
+            verdicts[i] = Judged(
+                segs[i].text, round(p, 4), kind, keep=p >= bar, sentence=segs[i].sentence
+            )
         return verdicts
 
 

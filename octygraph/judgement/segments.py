@@ -44,6 +44,8 @@ class Segment:
 
     text: str
     machine: bool = False
+    sentence: str = ""
+    """The whole sentence when this segment is one of its clauses, else empty."""
 
 
 def is_machine_line(line: str) -> bool:
@@ -111,7 +113,9 @@ def segments(message: str) -> list[Segment]:
                 if _ONLY_REFERENCES.match(sentence):
                     out.append(Segment(sentence[:MAX_SEGMENT_CHARS], machine=True))
                     continue
-                out.extend(Segment(c[:MAX_SEGMENT_CHARS]) for c in _clauses(sentence))
+                clauses = _clauses(sentence)
+                whole = sentence[:MAX_SEGMENT_CHARS] if len(clauses) > 1 else ""
+                out.extend(Segment(c[:MAX_SEGMENT_CHARS], sentence=whole) for c in clauses)
             if pending:
                 out.append(Segment(pending[:MAX_SEGMENT_CHARS]))
             prose.clear()
