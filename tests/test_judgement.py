@@ -157,7 +157,7 @@ def test_durable_statements_are_stored(message: str, expected: str) -> None:
         ),
         (
             'ok. from now on, never ask me "shall I continue?" when the next step is obvious',
-            "never ask me",
+            "never ask the user",
         ),
     ],
 )
@@ -264,6 +264,11 @@ def test_first_person_memories_say_who_spoke() -> None:
     )
     assert (
         standalone("this repo uses yarn 4", project="shopfront") == "The shopfront repo uses yarn 4"
+    )
+    assert standalone("never ping me on weekends") == "Never ping the user on weekends"
+    # Quoted words are left as said; "me" inside a word is not a pronoun.
+    assert standalone('reply "tell me more" to the bot, my call') == (
+        'Reply "tell me more" to the bot, the user\'s call'
     )
 
 

@@ -39,6 +39,7 @@ _ADVERBS: Final = (
     "always|never|also|usually|just|only|still|already|really|actually|mostly|generally"
 )
 _MY: Final = re.compile(r"(?i)\bmy\b")
+_ME: Final = re.compile(r"(?i)(?<![-'’])\bme\b(?![-'’])")
 _MID_I: Final = re.compile(
     rf"(?<=[\s,;])(?:I|i)(?:('m|\s+am)|('ve|\s+have)|\s+((?:{_ADVERBS})\s+)?([a-z]+(?:['’][a-z]+)?))\b"
 )
@@ -124,6 +125,7 @@ def standalone(text: str, *, speaker: str = "user", project: str | None = None) 
 
     def resolve(part: str) -> str:
         part = _MY.sub(whose, part)
+        part = _ME.sub(who.lower(), part)
         part = _MID_I.sub(lambda m: _subject(who.lower(), m), part)
         if project:
             part = _THIS_PROJECT.sub(lambda m: f"the {project} {m.group(1)}", part)
