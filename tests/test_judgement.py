@@ -159,6 +159,12 @@ def test_durable_statements_are_stored(message: str, expected: str) -> None:
             'ok. from now on, never ask me "shall I continue?" when the next step is obvious',
             "never ask the user",
         ),
+        (
+            "thanks, that fixed it. next the invoice page. the totals look wrong on mobile. its "
+            "important to me that every screen reads well in dark mode. can you check the "
+            "rounding? then open a PR.",
+            "dark mode",
+        ),
     ],
 )
 def test_a_rule_or_what_the_project_uses_said_outright_is_kept_whatever_the_gate_says(

@@ -66,6 +66,15 @@ STATED_DECISION: Final = rx(
 """A preference or a decision said outright: "I prefer small PRs", "I don't want a custom domain
 right now", "we went with Hono for the edge API". In the training sets 284 durable segments begin so
 (either pattern) and 2 that are not ("ok so we decided a few things in the planning call")."""
+MATTERS_TO_ME: Final = rx(
+    r"""^(?!(?:this|that|it)(?:'s|\s+is)\s+(?:\w+\s+)?important\s+to\s+(?:me|us)\s*[.!]?$)
+    (?![^?]*\bnot\s+(?:\w+\s+)?important)
+    [^?]*\b(?:important|essential|crucial)\s+to\s+(?:me|us)\b[^?]*$"""
+)
+"""What matters to the user, said outright, anywhere in the sentence: "keeping the docs free of
+jargon is really important to me", "it's important to me that the app works with a screen reader".
+5 durable segments of the training sets say so and none that is not. "This is important to me"
+alone points at the thing at hand and is left to the gate."""
 
 
 UNIVERSAL_ADVERBIAL: Final = rx(
@@ -91,6 +100,7 @@ _STATED: Final = (
     (STACK_STATEMENT, "fact"),
     (STATED_PREFERENCE, "preference"),
     (STATED_DECISION, "decision"),
+    (MATTERS_TO_ME, "preference"),
     (TOLD_FOR_CONTEXT, None),
 )
 
