@@ -305,8 +305,10 @@ def filter_storage(
 
     The learned storage gate (`octygraph.judgement`) judges each segment (sentence or clause);
     precise patterns only refuse (injections, slash commands, code) or keep an explicit standing rule
-    ("from now on ...", "going forward ..."). A kept segment's kind picks the node type: rules and
-    preferences become instructions, facts and decisions facts, plans plans (dated when they say when).
+    ("from now on ...", "going forward ..."). A kept clause is stored with the rest of its sentence
+    when no clause of it is a task (`_whole_statements`). A kept segment's kind picks the node type:
+    rules and preferences become instructions, facts and decisions facts, plans plans (dated when they
+    say when).
 
     Args:
         prompt: The user's message (or, with `assistant=True`, the assistant's report for the Stop hook).
