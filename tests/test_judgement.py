@@ -214,6 +214,16 @@ def test_rules_in_the_code_and_other_requests_about_this_are_not_recorded_rules(
     assert recorded_rules([s.text for s in segments(message)]) == ({}, set())
 
 
+@pytest.mark.parametrize(
+    "rule",
+    ["going forward the admin is vue with vuetify", "please use named imports, in all cases"],
+)
+def test_an_explicit_standing_rule_is_stored_as_an_instruction(rule: str) -> None:
+    # The gate's kind model may call it a plan or an event; its form says it is a rule.
+    items = filter_storage(rule).items
+    assert [item.type for item in items] == ["instruction"]
+
+
 def test_a_prohibition_is_stored_with_the_reason_given_for_it() -> None:
     # The clause splitter cuts the reason off; alone it would not say what it is a reason for.
     rule = "Do not regenerate the lockfile, we pin transitive versions for the build server"

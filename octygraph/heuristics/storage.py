@@ -363,11 +363,9 @@ def filter_storage(
         if len(candidates) >= MAX_ITEMS:
             skipped.append("item limit reached")
             break
-        kind = (
-            explicit
-            if explicit and (i in recorded or reasoned is not None or not verdict.keep)
-            else verdict.kind
-        )
+        # An explicit standing rule is a rule, whatever kind the gate's model guessed for it.
+        forced = explicit == "rule" or i in recorded or reasoned is not None
+        kind = explicit if explicit and (forced or not verdict.keep) else verdict.kind
         item = _item(sentence, entity_names, kind, classification, today, assistant, project)
         candidates.append((verdict.durable, item))
         kept.add(i)
