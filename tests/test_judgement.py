@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -286,6 +288,14 @@ def test_first_person_memories_say_who_spoke() -> None:
     assert standalone('reply "tell me more" to the bot, my call') == (
         'Reply "tell me more" to the bot, the user\'s call'
     )
+
+
+def test_the_rewriter_can_be_imported_before_anything_else() -> None:
+    # A notebook may import it first: that used to be an import cycle through the storage filter.
+    code = "from octygraph.judgement.standalone import standalone; print(standalone('I use fish'))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "The user uses fish"
 
 
 @pytest.mark.parametrize(

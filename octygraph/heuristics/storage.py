@@ -35,7 +35,6 @@ from octygraph.heuristics.lexicon import GENERIC_SUBJECTS, STOPWORDS
 from octygraph.heuristics.reconcile import ROLE_STATEMENT
 from octygraph.heuristics.safety import redact_secrets
 from octygraph.heuristics.text import WORD, rx
-from octygraph.judgement.standalone import project_statement, standalone
 from octygraph.models import Classification, NodeType, StorageDecision, StorageItem
 
 if TYPE_CHECKING:
@@ -472,6 +471,10 @@ def _item(
     assistant: bool,
     project: str | None,
 ) -> StorageItem:
+    # Imported here: `standalone` imports from this package, so a module-level import would be a
+    # cycle for whoever imports `standalone` first.
+    from octygraph.judgement.standalone import project_statement, standalone
+
     # A kept request that sets the project up states what the project is, whatever kind it sounded.
     statement = None if assistant else project_statement(s.text)
     if statement is not None:
