@@ -284,6 +284,10 @@ def test_first_person_memories_say_who_spoke() -> None:
         standalone("this repo uses yarn 4", project="shopfront") == "The shopfront repo uses yarn 4"
     )
     assert standalone("never ping me on weekends") == "Never ping the user on weekends"
+    # What marks background ("as you know, ...") is not part of the memory.
+    assert standalone("As you know, Bramble is a custom GPT that I've set up") == (
+        "Bramble is a custom GPT that the user has set up"
+    )
     # Quoted words are left as said; "me" inside a word is not a pronoun.
     assert standalone('reply "tell me more" to the bot, my call') == (
         'Reply "tell me more" to the bot, the user\'s call'

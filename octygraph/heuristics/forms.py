@@ -85,11 +85,12 @@ UNIVERSAL_ADVERBIAL: Final = rx(
 """A rule marked as holding every time, anywhere in the sentence ("... the top priority in all
 cases", "apply the changes yourself, always"): 12 durable segments of the training sets say so
 and none that is not ("in every case I tried, it was a 502" is why "in every case" is not here)."""
-TOLD_FOR_CONTEXT: Final = rx(
-    r"""^(?:as\s+you\s+(?:know|may\s+know|might\s+know|remember)|as\s+(?:i|we)\s+(?:said|mentioned)
-    (?:\s+(?:before|earlier|last\s+time|the\s+other\s+day))?|for\s+context|just\s+so\s+you\s+know
-    |for\s+the\s+record)\b[,:]?\s+(?:\S+\s+){2}[^?]*$"""
-)
+_TOLD: Final = r"""^(?:as\s+you\s+(?:know|may\s+know|might\s+know|remember)|as\s+(?:i|we)\s+
+    (?:said|mentioned)(?:\s+(?:before|earlier|last\s+time|the\s+other\s+day))?|for\s+context
+    |just\s+so\s+you\s+know|for\s+the\s+record)\b[,:]?\s+"""
+TOLD_LEAD: Final = rx(_TOLD)
+"""The words that mark what follows as background ("As you know, "): not part of the memory."""
+TOLD_FOR_CONTEXT: Final = rx(rf"{_TOLD}(?:\S+\s+){{2}}[^?]*$")
 """Something told as background to keep in mind ("As you know, Chef Chopski is a custom GPT I
 made", "for the record, hotfixes branch off the release tag"): 22 durable segments of the training
 sets begin so, and 4 others that carry a durable statement the labels put beside them. The kind is

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from octygraph.heuristics.forms import TOLD_LEAD
 from octygraph.heuristics.text import strip_leading_markers
 
 _IRREGULAR: Final = {
@@ -114,6 +115,8 @@ def standalone(text: str, *, speaker: str = "user", project: str | None = None) 
         project: The project id, used for "this repo" / "this project".
     """
     body, markers = strip_leading_markers(" ".join(text.split()).strip(" -–—:;,"))
+    if (told := TOLD_LEAD.match(body)) is not None:
+        body = body[told.end() :]
     if markers:
         body = _THAT_CLAUSE.sub("", body, count=1)
     who = "The assistant" if speaker == "assistant" else "The user"
