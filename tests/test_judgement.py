@@ -284,7 +284,13 @@ def test_first_person_memories_say_who_spoke() -> None:
         standalone("this repo uses yarn 4", project="shopfront") == "The shopfront repo uses yarn 4"
     )
     assert standalone("never ping me on weekends") == "Never ping the user on weekends"
-    # What marks background ("as you know, ...") is not part of the memory.
+    # What marks background ("as you know, ...", "reminder: ...") is not part of the memory.
+    assert standalone("Reminder: the main branch must stay deployable") == (
+        "The main branch must stay deployable"
+    )
+    assert standalone("context.Context comes first in every Go handler").startswith(
+        "Context.Context"
+    )
     assert standalone("As you know, Bramble is a custom GPT that I've set up") == (
         "Bramble is a custom GPT that the user has set up"
     )

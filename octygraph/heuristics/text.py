@@ -29,8 +29,10 @@ _LEADING: Final = re.compile(
     r"^(?:(?:actually|btw|by the way|fyi|f\.y\.i\.|also|oh|and|so|ok so|okay so|ok|okay|well|"
     r"just so you know|one more thing|oh and|plus|anyway|anyways|remember that|note that|"
     r"keep in mind that|for the record|for your information|just fyi|hmm|um|uh)\b[\s,:;.!-]*"
-    # These are also verbs ("Update the README"), so they only count when punctuation follows.
-    r"|(?:update|correction|note|ps|p\.s\.|heads up|quick update|fyi)\s*[,:;.!-]+\s*)",
+    # These are also verbs or words of the sentence ("Update the README", "context.Context is"),
+    # so they only count when punctuation and a space follow.
+    r"|(?:update|correction|note|quick note|reminder|context|ps|p\.s\.|heads up|quick update|fyi|"
+    r"wait|yes|yeah|yep)\s*[,:;.!-]+(?:\s+|$))",
     re.IGNORECASE,
 )
 
