@@ -316,6 +316,7 @@ def test_the_rewriter_can_be_imported_before_anything_else() -> None:
         ("i dont run the ui locally", "The user doesn't run the ui locally"),
         ("I already have a staging project", "The user already has a staging project"),
         ("I really prefer vitest", "The user really prefers vitest"),
+        ("for docs I'd rather use mkdocs", "For docs the user would rather use mkdocs"),
         ("I haven't enabled 2FA on npm", "The user hasn't enabled 2FA on npm"),
         ("I discuss releases on Mondays", "The user discusses releases on Mondays"),
         ("keep the layout I laid out before", "Keep the layout the user laid out before"),

@@ -42,7 +42,8 @@ _ADVERBS: Final = (
 _MY: Final = re.compile(r"(?i)\bmy\b")
 _ME: Final = re.compile(r"(?i)(?<![-'’])\bme\b(?![-'’])")
 _MID_I: Final = re.compile(
-    rf"(?<=[\s,;])(?:I|i)(?:('m|\s+am)|('ve|\s+have)|\s+((?:{_ADVERBS})\s+)?([a-z]+(?:['’][a-z]+)?))\b"
+    rf"(?<=[\s,;])(?:I|i)(?:('m|\s+am)|('ve|\s+have)|\s+((?:{_ADVERBS})\s+)?([a-z]+(?:['’][a-z]+)?)"
+    r"|('d))\b"
 )
 _SETS_UP: Final = re.compile(
     r"(?i)^(?:(?:please|so|ok|okay|now|let'?s|can\s+you|could\s+you)[,\s]+)*"
@@ -86,11 +87,14 @@ def _third_person(verb: str) -> str:
 
 
 def _subject(who: str, m: re.Match[str]) -> str:
-    """ "I'm" -> "<who> is", "I've" -> "<who> has", "I (always) use" -> "<who> (always) uses"."""
+    """ "I'm" -> "<who> is", "I've" -> "<who> has", "I'd" -> "<who> would", "I (always) use" ->
+    "<who> (always) uses"."""
     if m.group(1):
         return f"{who} is"
     if m.group(2):
         return f"{who} has"
+    if m.group(5):
+        return f"{who} would"
     return f"{who} {m.group(3) or ''}{_third_person(m.group(4))}"
 
 
