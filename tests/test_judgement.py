@@ -86,11 +86,22 @@ def test_common_sense_and_world_knowledge_are_not_stored(message: str) -> None:
         ("I suppose the pricing tiers nest, with pro including everything in starter.", "a guess"),
         ("my guess is the CDN keeps serving the old bundle for a day", "a guess"),
         ("If they match, go ahead and update the deploy docs for the team.", "a go-ahead"),
+        (
+            "I'd like to start planning out a release process where the mobile team signs its own "
+            "builds.",
+            "wants to do next",
+        ),
     ],
 )
 def test_asking_guessing_or_giving_a_go_ahead_is_not_telling(message: str, why: str) -> None:
     decision = filter_storage(message, project="shopfront")
     assert decision.items == [] and why in decision.reason
+
+
+def test_a_wish_addressed_to_the_assistant_as_a_standing_rule_is_still_stored() -> None:
+    assert stored_texts("i'd like you to always run the linter before you commit") == [
+        "The user would like you to always run the linter before you commit"
+    ]
 
 
 def test_a_sentence_about_an_it_only_a_request_names_is_not_stored() -> None:

@@ -156,6 +156,14 @@ GUESS: Final = rx(
 speaker does not know, so there is nothing to remember. A proposal or decision after the same
 words ("I guess we'll keep Postgres") is left to the gate. No durable line of the training sets
 matches."""
+WISH_FOR_THE_TASK: Final = rx(
+    r"""^(?:(?:and|also|so|ok|okay|now|first)[,\s]+)*i(?:'d|\s+would|d)\s+like\s+to\s+
+    (?!always\b|never\b)"""
+)
+"""What the speaker wants to do next ("I'd like to get the ci pipeline to at least run", "I'd like
+to start planning out a deploy project"): the work at hand, not a standing preference. 24 segments of
+the training sets say it, none durable; "I'd like you to always ..." is not this form, and a wish
+with a date ("... next sprint") is left to the gate as a possible plan."""
 REFERS_BACK: Final = rx(
     r"""^(?:(?:and|also|so|but|btw|fyi)[,\s]+)*(?:it|it's|its|they|they're|these|those)\b
     (?!\s*(?:is|'s|s)?\s*(?:important|crucial|critical|essential|fine|ok|okay|better|best|worth

@@ -26,6 +26,7 @@ from octygraph.heuristics.forms import (
     GO_AHEAD,
     GUESS,
     REFERS_BACK,
+    WISH_FOR_THE_TASK,
     explicit_kind,
     reasoned_prohibition,
     reply_refusal,
@@ -457,6 +458,8 @@ def _refusal(s: Sentence) -> str | None:
         return "a go-ahead for the task at hand"
     if GUESS.search(s.body):
         return "a guess, not something known"
+    if WISH_FOR_THE_TASK.search(s.body) and s.date is None:  # a dated plan is the gate's
+        return "what the user wants to do next, not a standing preference"
     if len(s.words) < MIN_WORDS:
         return "too short to stand alone"
     return None
