@@ -295,6 +295,13 @@ def test_first_person_memories_say_who_spoke() -> None:
         standalone("this repo uses yarn 4", project="shopfront") == "The shopfront repo uses yarn 4"
     )
     assert standalone("never ping me on weekends") == "Never ping the user on weekends"
+    # Code and names are not pronouns.
+    assert standalone("the config for `my-app` lives in infra/, ask me first") == (
+        "The config for `my-app` lives in infra/, ask the user first"
+    )
+    assert standalone("we deploy the my-app service, my call") == (
+        "We deploy the my-app service, the user's call"
+    )
     # What marks background ("as you know, ...", "reminder: ...") is not part of the memory.
     assert standalone("Reminder: the main branch must stay deployable") == (
         "The main branch must stay deployable"

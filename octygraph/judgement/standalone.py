@@ -39,8 +39,9 @@ _IRREGULAR_PAST: Final = frozenset(
 _ADVERBS: Final = (
     "always|never|also|usually|just|only|still|already|really|actually|mostly|generally"
 )
-_MY: Final = re.compile(r"(?i)\bmy\b")
-_ME: Final = re.compile(r"(?i)(?<![-'’])\bme\b(?![-'’])")
+# Not inside a name: "my-app", "me-first", "src/my/".
+_MY: Final = re.compile(r"(?i)(?<![-/'’])\bmy\b(?![-/'’])")
+_ME: Final = re.compile(r"(?i)(?<![-/'’])\bme\b(?![-/'’])")
 _MID_I: Final = re.compile(
     rf"(?<=[\s,;])(?:I|i)(?:('m|\s+am)|('ve|\s+have)|\s+((?:{_ADVERBS})\s+)?([a-z]+(?:['’][a-z]+)?)"
     r"|('d))\b"
@@ -60,7 +61,7 @@ _THAT_CLAUSE: Final = re.compile(
 )
 """The "that" of "fyi that I'm ...": it opens a clause when a subject follows, not when a noun does
 ("fyi that endpoint is deprecated" keeps it)."""
-_QUOTED: Final = re.compile(r'("[^"]*"|“[^”]*”)')
+_QUOTED: Final = re.compile(r'("[^"]*"|“[^”]*”|`[^`]*`)')
 _THIS_PROJECT: Final = re.compile(
     r"(?i)\b(?:this|our|the\s+current)\s+(repo|repository|project|codebase|app)\b"
 )
@@ -138,7 +139,7 @@ def standalone(text: str, *, speaker: str = "user", project: str | None = None) 
             part = _THIS_PROJECT.sub(lambda m: f"the {project} {m.group(1)}", part)
         return part
 
-    # Quoted words are someone's words as said ('never ask "Shall I go on?"'): left as they are.
+    # Quoted words and code are left as they are ('never ask "Shall I go on?"', `my-app`).
     body = "".join(part if i % 2 else resolve(part) for i, part in enumerate(_QUOTED.split(body)))
     body = body.rstrip(" ,;:")
     return body[:1].upper() + body[1:] if body else body
