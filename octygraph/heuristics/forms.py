@@ -94,7 +94,9 @@ TOLD_FOR_CONTEXT: Final = rx(rf"{_TOLD}(?:\S+\s+){{2}}[^?]*$")
 """Something told as background to keep in mind ("As you know, Chef Chopski is a custom GPT I
 made", "for the record, hotfixes branch off the release tag"): 22 durable segments of the training
 sets begin so, and 4 others that carry a durable statement the labels put beside them. The kind is
-the gate's."""
+the gate's. Storage reads it on the sentence without its leading markers, where "for the record"
+and "just so you know" are already gone and such sentences are the gate's: as applied, 8 durable
+segments and 1 other match."""
 _STATED: Final = (
     (EXPLICIT_RULE, "rule"),
     (UNIVERSAL_ADVERBIAL, "rule"),
