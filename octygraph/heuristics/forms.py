@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Final
 
-from octygraph.heuristics.text import rx
+from octygraph.heuristics.text import QUOTED, rx
 
 if TYPE_CHECKING:
     from octygraph.heuristics.analysis import Sentence
@@ -36,7 +36,6 @@ rule: ...", "Every migration must be reversible" (a duty of every member of a ki
 segments of the training sets begin so, and one task, "each card should show the title, the author
 and the date"). ("Always ..." is not: "always validate the payload in this form" is about the task
 at hand.)"""
-_QUOTED: Final = re.compile(r""""[^"]*"|“[^”]*”|`[^`]*`|(?<!\w)'[^']*'(?!\w)""")
 
 
 _STATED_LEAD: Final = (
@@ -113,7 +112,7 @@ def explicit_kind(text: str, gate_kind: str) -> str | None:
     "rule" for an explicit standing rule, "fact" for what the project uses, "preference" or
     "decision" for one said in so many words, `gate_kind` for what is told as background; else
     None. A quoted question inside it is not asked."""
-    body = _QUOTED.sub(" ", text.strip())
+    body = QUOTED.sub(" ", text.strip())
     for pattern, kind in _STATED:
         if pattern.search(body):
             return kind or gate_kind

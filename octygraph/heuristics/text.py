@@ -14,6 +14,8 @@ def rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE | re.VERBOSE)
 
 
+QUOTED: Final = re.compile(r""""[^"]*"|“[^”]*”|`[^`]*`|(?<!\w)'[^']*'(?!\w)""")
+"""Quoted words or inline code: someone's words as said, not the speaker's own."""
 _FENCE: Final = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _BULLET: Final = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)]|[a-z][.)])\s+")
 _END: Final = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s|$)")

@@ -10,7 +10,7 @@ import re
 from typing import Final
 
 from octygraph.heuristics.forms import TOLD_LEAD
-from octygraph.heuristics.text import strip_leading_markers
+from octygraph.heuristics.text import QUOTED, strip_leading_markers
 
 _IRREGULAR: Final = {
     "am": "is",
@@ -61,7 +61,8 @@ _THAT_CLAUSE: Final = re.compile(
 )
 """The "that" of "fyi that I'm ...": it opens a clause when a subject follows, not when a noun does
 ("fyi that endpoint is deprecated" keeps it)."""
-_QUOTED: Final = re.compile(r'("[^"]*"|“[^”]*”|`[^`]*`)')
+_QUOTED: Final = re.compile(f"({QUOTED.pattern})")
+"""`QUOTED` as a group, so that splitting on it keeps the quoted parts."""
 _THIS_PROJECT: Final = re.compile(
     r"(?i)\b(?:this|our|the\s+current)\s+(repo|repository|project|codebase|app)\b"
 )
@@ -120,6 +121,7 @@ def standalone(text: str, *, speaker: str = "user", project: str | None = None) 
         project: The project id, used for "this repo" / "this project".
     """
     body, markers = strip_leading_markers(" ".join(text.split()).strip(" -–—:;,"))
+    # Not one of the leading markers: the form that keeps such sentences must still see it.
     if (told := TOLD_LEAD.match(body)) is not None:
         body = body[told.end() :]
     if markers:
