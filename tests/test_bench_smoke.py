@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -172,3 +173,82 @@ def test_search_pg_bench_small(pg_url: str) -> None:
         assert re.search(re.escape(row) + r"[^|]*\| " + NUMBER, out), row
     recall = re.search(r"recall@10 vs exact, ef_search=200 [^|]*\| " + NUMBER, out)
     assert recall is not None and float(recall.group(1)) >= 0.9
+
+
+REALTRAFFIC_TOOL = REPO.parent / "shared" / "tools" / "realtraffic.py"
+
+
+def _details(path: Path, stored_in: set[str], sessions: tuple[str, ...]) -> Path:
+    """A made-up replay of `sessions`: each tells one fact, stored where `stored_in` says, then asks."""
+    lines = []
+    for sid in sessions:
+        fact = f"the {sid} service is deployed on the blue cluster"
+        told = {"store": True, "memories": [{"id": "m1", "text": fact}], "relevant": []}
+        asked = {"store": False, "memories": [], "relevant": []}
+        item = {"content": fact, "type": "fact", "source": "user", "aligned": ["m1"]}
+        for idx, (prompt, label) in enumerate(((fact, told), ("where does it run?", asked))):
+            lines.append(
+                {
+                    "set": "real",
+                    "session_id": sid,
+                    "idx": idx,
+                    "prompt": prompt,
+                    "label": label,
+                    "stored": [item] if idx == 0 and sid in stored_in else [],
+                    "records": [],
+                    "context": "",
+                }
+            )
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    return path
+
+
+@pytest.mark.skipif(not REALTRAFFIC_TOOL.is_file(), reason="realtraffic.py not beside the repo")
+def test_realtraffic_ci_intervals_and_comparison(tmp_path: Path) -> None:
+    sessions = ("billing", "search", "auth", "mailer")
+    half = _details(tmp_path / "half.jsonl", {"billing", "search"}, sessions)
+    every = _details(tmp_path / "every.jsonl", set(sessions), sessions)
+
+    one = run_bench("realtraffic_ci.py", str(half), "--resamples", "200")
+    recall = re.search(
+        rf"store recall, % of labelled memories\s+{NUMBER}\s+{NUMBER} -\s+{NUMBER}", one
+    )
+    assert recall, one
+    value, low, high = (float(v) for v in recall.groups())
+    assert value == 50.0 and low < 50.0 < high  # two of four sessions: resamples spread around it
+
+    both = run_bench("realtraffic_ci.py", str(half), str(every), "--resamples", "200")
+    row = re.search(
+        rf"store recall, % of labelled memories\s+{NUMBER}\s+{NUMBER}\s+\+{NUMBER}.*?"
+        rf"{NUMBER}%\s+{NUMBER}%$",
+        both,
+        re.MULTILINE,
+    )
+    assert row, both
+    first, second, change, ahead, behind = (float(v) for v in row.groups())
+    assert (first, second, change) == (50.0, 100.0, 50.0)
+    assert (
+        ahead > 50 and behind == 0
+    )  # never behind; tied only when no stored-by-half session is drawn
+
+
+@pytest.mark.skipif(not REALTRAFFIC_TOOL.is_file(), reason="realtraffic.py not beside the repo")
+def test_realtraffic_ci_refuses_runs_of_different_sessions(tmp_path: Path) -> None:
+    first = _details(tmp_path / "a.jsonl", set(), ("billing", "search"))
+    second = _details(tmp_path / "b.jsonl", set(), ("billing", "auth"))
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "realtraffic_ci.py"), str(first), str(second)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode != 0
+    assert "different sessions" in proc.stderr and "Traceback" not in proc.stderr
+    (tmp_path / "bad.jsonl").write_text("not json\n")
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "realtraffic_ci.py"), str(tmp_path / "bad.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode != 0 and "bad.jsonl:1 is not a line" in proc.stderr
