@@ -95,6 +95,8 @@ def main() -> int:
     ap.add_argument("--resamples", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
+    if args.resamples < 10:
+        ap.error("--resamples must be at least 10 for an interval to mean anything.")
     tool = load_tool()
     first = read_run(args.run, tool)
     second = read_run(args.other, tool) if args.other else None

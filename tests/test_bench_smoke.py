@@ -18,14 +18,18 @@ LOCOMO = Path(
 NUMBER = r"(\d+(?:\.\d+)?)"
 
 
-def run_bench(script: str, *args: str) -> str:
-    proc = subprocess.run(
+def bench_process(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, str(REPO / "bench" / script), *args],
         capture_output=True,
         text=True,
         timeout=180,
         cwd=REPO,
     )
+
+
+def run_bench(script: str, *args: str) -> str:
+    proc = bench_process(script, *args)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 
@@ -236,19 +240,9 @@ def test_realtraffic_ci_intervals_and_comparison(tmp_path: Path) -> None:
 def test_realtraffic_ci_refuses_runs_of_different_sessions(tmp_path: Path) -> None:
     first = _details(tmp_path / "a.jsonl", set(), ("billing", "search"))
     second = _details(tmp_path / "b.jsonl", set(), ("billing", "auth"))
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "realtraffic_ci.py"), str(first), str(second)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = bench_process("realtraffic_ci.py", str(first), str(second))
     assert proc.returncode != 0
     assert "different sessions" in proc.stderr and "Traceback" not in proc.stderr
     (tmp_path / "bad.jsonl").write_text("not json\n")
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "realtraffic_ci.py"), str(tmp_path / "bad.jsonl")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = bench_process("realtraffic_ci.py", str(tmp_path / "bad.jsonl"))
     assert proc.returncode != 0 and "bad.jsonl:1 is not a line" in proc.stderr
