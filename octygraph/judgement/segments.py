@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from octygraph.heuristics.text import split_sentences
+from octygraph.heuristics.text import rx, split_sentences
 
 MAX_SEGMENTS: Final = 48
 MAX_SEGMENT_CHARS: Final = 600
@@ -30,11 +30,10 @@ _STACK_FRAME: Final = re.compile(
 )
 _SYMBOLS: Final = re.compile(r"[{}()\[\];=<>|\\/$`\"'@#%^&*~]")
 # A comma or dash followed by a new independent clause about "us": "..., we use tenacity here".
-_CLAUSE_BREAK: Final = re.compile(
+_CLAUSE_BREAK: Final = rx(
     r"""(?:;\s+|\s+[-–—]+\s+|,\s+(?:and\s+|but\s+|since\s+|because\s+|as\s+)?(?=(?:we|our|i|i'm|
     we're|we've|my|fyi|btw|this\s+(?:repo|project|app|codebase))\b)|
-    \s+(?:since|because)\s+(?=(?:we|our)\s))""",
-    re.VERBOSE | re.IGNORECASE,
+    \s+(?:since|because)\s+(?=(?:we|our)\s))"""
 )
 
 
