@@ -90,7 +90,7 @@ _TOLD: Final = r"""^(?:as\s+you\s+(?:know|may\s+know|might\s+know|remember)|as\s
 TOLD_LEAD: Final = rx(_TOLD)
 """The words that mark what follows as background ("As you know, "): not part of the memory."""
 TOLD_FOR_CONTEXT: Final = rx(rf"{_TOLD}(?:\S+\s+){{2}}[^?]*$")
-"""Something told as background to keep in mind ("As you know, Chef Chopski is a custom GPT I
+"""Something told as background to keep in mind ("As you know, Pantrybot is a slack bot I
 made", "for the record, hotfixes branch off the release tag"): 22 durable segments of the training
 sets begin so, and 4 others that carry a durable statement the labels put beside them. The kind is
 the gate's. Storage reads it on the sentence without its leading markers, where "for the record"

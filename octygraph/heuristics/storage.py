@@ -434,7 +434,7 @@ def has_durable(message: str, *, assistant: bool = False) -> bool:
 
 def _dangles(s: Sentence, before: Sentence, entity_names: list[str]) -> bool:
     """Whether `s` is about an "it" or "they" that only the request before it names ("write a
-    README explaining that minsky is a tool ... It helps agents with working sessions"): the
+    README explaining that tally is a budgeting tool ... It syncs with the bank nightly"): the
     request is not stored, so the memory would not say what it is about. A pronoun the message
     resolves to a person ("They" after "Mina is our lead.") does not dangle."""
     return (
