@@ -422,14 +422,12 @@ def _whole_statements(
 
 
 def has_durable(message: str, *, assistant: bool = False) -> bool:
-    """Whether any segment of `message` passes the gate, states a rule or what the project uses
-    outright (`explicit_kind`), or is a rule the user asks to have written down."""
-    verdicts = _gate_verdicts(message, assistant)
-    if assistant:
-        return any(v.keep for v in verdicts)
-    return any(v.keep or explicit_kind(v.text, v.kind) for v in verdicts) or bool(
-        recorded_rules([v.text for v in verdicts])[0]
-    )
+    """Whether `filter_storage` would store anything of `message`: a segment that passes the gate or
+    states a rule outright, and that no refusal (an injection, a slash command, code) takes back.
+
+    L1 sets its store operation from this, so a message it refuses costs no storage calls, with or
+    without a model. The gate's verdicts are cached, so storing later does not judge twice."""
+    return filter_storage(message, assistant=assistant).store
 
 
 def _dangles(s: Sentence, before: Sentence, entity_names: list[str]) -> bool:
