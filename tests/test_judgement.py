@@ -285,6 +285,19 @@ def test_pasted_output_never_merges_with_the_sentence_before_it() -> None:
     assert [p.machine for p in parts] == [False, True, False]
 
 
+def test_a_clause_break_inside_inline_code_does_not_cut_the_sentence() -> None:
+    message = "always run `ruff check -- --fix` before you push; the ci job does the same"
+    assert [s.text for s in segments(message)] == [
+        "always run `ruff check -- --fix` before you push",
+        "the ci job does the same",
+    ]
+    # Outside code the same marks still part a task from the fact said with it.
+    assert [s.text for s in segments("bump the client; we pin it in constraints.txt")] == [
+        "bump the client",
+        "we pin it in constraints.txt",
+    ]
+
+
 def test_first_person_memories_say_who_spoke() -> None:
     assert standalone("my laptop is an M3 MacBook Air") == "The user's laptop is an M3 MacBook Air"
     assert standalone("I use fish as my shell") == "The user uses fish as the user's shell"

@@ -74,9 +74,24 @@ _LEAD_IN: Final = re.compile(
 )
 
 
+_INLINE_CODE: Final = re.compile(r"`[^`\n]+`")
+
+
+def _split_outside_code(sentence: str) -> list[str]:
+    """The sentence cut at each clause break that is not inside `inline code` (`cargo clippy -- -D`)."""
+    code = [m.span() for m in _INLINE_CODE.finditer(sentence)]
+    pieces, start = [], 0
+    for brk in _CLAUSE_BREAK.finditer(sentence):
+        if any(a <= brk.start() < b for a, b in code):
+            continue
+        pieces.append(sentence[start : brk.start()])
+        start = brk.end()
+    return [*pieces, sentence[start:]]
+
+
 def _clauses(sentence: str) -> list[str]:
     parts: list[str] = []
-    for part in (p.strip(" ,;-–—") for p in _CLAUSE_BREAK.split(sentence)):
+    for part in (p.strip(" ,;-–—") for p in _split_outside_code(sentence)):
         if not part:
             continue
         if parts and _LEAD_IN.match(parts[-1]):
