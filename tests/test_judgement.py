@@ -630,6 +630,19 @@ def test_bars_past_twelve_sentences_follow_the_tail_of_the_non_durable_scores() 
         assert 0.05 / k / 5 < kept <= 1.5 * 0.05 / k, (k, kept)
 
 
+def test_the_weight_decay_is_the_strongest_that_fits_as_well_within_noise() -> None:
+    from training.train_gate import strongest_within_noise
+
+    rng = np.random.default_rng(5)
+    y = rng.random(4000) < 0.3
+    truth = np.where(y, 0.7, 0.2)
+    noisy = np.clip(truth + rng.normal(0, 0.05, y.size), 0.01, 0.99)
+    # 0.03 loses a hair against 0.01, well within the rows' noise: the smoother fit is taken.
+    assert strongest_within_noise(y, {0.01: noisy, 0.03: np.clip(noisy + 0.002, 0, 1)}) == 0.03
+    # A decay that fits clearly worse is not, however strong.
+    assert strongest_within_noise(y, {0.01: noisy, 0.1: np.full(y.size, 0.3)}) == 0.01
+
+
 def test_relevance_is_a_probability_that_prefers_the_memory_the_prompt_needs() -> None:
     model = relevance_model()
     memories = [
