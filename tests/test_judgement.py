@@ -89,8 +89,14 @@ def test_common_sense_and_world_knowledge_are_not_stored(message: str) -> None:
         (
             "I'd like to start planning out a release process where the mobile team signs its own "
             "builds.",
-            "wants to do next",
+            "the work at hand",
         ),
+        (
+            "i want this migration split into two commits so each half is easy to revert",
+            "the work at hand",
+        ),
+        ("Cover the points you listed about caching in the new section.", "earlier in the conv"),
+        ("Add a changelog entry for everything we changed thus far.", "earlier in the conv"),
     ],
 )
 def test_asking_guessing_or_giving_a_go_ahead_is_not_telling(message: str, why: str) -> None:
@@ -102,6 +108,15 @@ def test_a_wish_addressed_to_the_assistant_as_a_standing_rule_is_still_stored() 
     assert stored_texts("i'd like you to always run the linter before you commit") == [
         "The user would like you to always run the linter before you commit"
     ]
+
+
+def test_what_the_speaker_states_beside_the_conversation_is_still_stored() -> None:
+    # "As you said" introduces a fact, and a decision may name whose idea it was.
+    (fact,) = stored_texts("As you said, we deploy every service through fly.io")
+    assert fact.endswith("we deploy every service through fly.io")
+    assert stored_texts("we're going with the two-column layout you proposed, final")
+    # A wish about the project as a whole is a standing preference, not the work at hand.
+    assert stored_texts("i want the api to stay boring rest, no graphql")
 
 
 def test_a_sentence_about_an_it_only_a_request_names_is_not_stored() -> None:

@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING, Final
 from octygraph.heuristics.analysis import MAX_ANALYSIS_CHARS, Sentence, analyze, resolve_pronouns
 from octygraph.heuristics.entities import Gazetteer, mentions, prompt_gazetteer
 from octygraph.heuristics.forms import (
+    ABOUT_THE_CONVERSATION,
     GO_AHEAD,
     GUESS,
     REFERS_BACK,
+    STATED_DECISION,
     WISH_FOR_THE_TASK,
     explicit_kind,
     reasoned_prohibition,
@@ -457,7 +459,9 @@ def _refusal(s: Sentence) -> str | None:
     if GUESS.search(s.body):
         return "a guess, not something known"
     if WISH_FOR_THE_TASK.search(s.body) and s.date is None:  # a dated plan is the gate's
-        return "what the user wants to do next, not a standing preference"
+        return "what the user wants of the work at hand, not a standing preference"
+    if ABOUT_THE_CONVERSATION.search(s.body) and not STATED_DECISION.search(s.body):
+        return "about what was said earlier in the conversation"
     if len(s.words) < MIN_WORDS:
         return "too short to stand alone"
     return None
