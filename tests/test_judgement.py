@@ -344,6 +344,15 @@ def test_first_person_memories_say_who_spoke() -> None:
     assert standalone('reply "tell me more" to the bot, my call') == (
         'Reply "tell me more" to the bot, the user\'s call'
     )
+    # Every spelling of "I'm" and "I'll" people type, and "myself".
+    assert standalone("Im running postgres in docker myself, dont start another") == (
+        "The user is running postgres in docker themselves, dont start another"
+    )
+    assert standalone("I’m on the platform team") == "The user is on the platform team"
+    assert standalone("we ship on fridays and i'll be on call for those") == (
+        "We ship on fridays and the user will be on call for those"
+    )
+    assert standalone("Imagine the cache is cold") == "Imagine the cache is cold"
 
 
 def test_the_rewriter_can_be_imported_before_anything_else() -> None:

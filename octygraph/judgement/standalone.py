@@ -42,9 +42,10 @@ _ADVERBS: Final = (
 # Not inside a name: "my-app", "me-first", "src/my/".
 _MY: Final = re.compile(r"(?i)(?<![-/'’])\bmy\b(?![-/'’])")
 _ME: Final = re.compile(r"(?i)(?<![-/'’])\bme\b(?![-/'’])")
+_MYSELF: Final = re.compile(r"(?i)(?<![-/'’])\bmyself\b(?![-/'’])")
 _MID_I: Final = re.compile(
-    rf"(?<=[\s,;])(?:I|i)(?:('m|\s+am)|('ve|\s+have)|\s+((?:{_ADVERBS})\s+)?([a-z]+(?:['’][a-z]+)?)"
-    r"|('d))\b"
+    rf"(?<=[\s,;])(?:I|i)(?:(['’]m|m|\s+am)|(['’]ve|\s+have)|\s+((?:{_ADVERBS})\s+)?([a-z]+(?:['’][a-z]+)?)"
+    r"|(['’]d)|(['’]ll))\b"
 )
 _SETS_UP: Final = re.compile(
     r"(?i)^(?:(?:please|so|ok|okay|now|let'?s|can\s+you|could\s+you)[,\s]+)*"
@@ -89,14 +90,16 @@ def _third_person(verb: str) -> str:
 
 
 def _subject(who: str, m: re.Match[str]) -> str:
-    """ "I'm" -> "<who> is", "I've" -> "<who> has", "I'd" -> "<who> would", "I (always) use" ->
-    "<who> (always) uses"."""
+    """ "I'm" -> "<who> is", "I've" -> "<who> has", "I'd" -> "<who> would", "I'll" -> "<who> will",
+    "I (always) use" -> "<who> (always) uses"."""
     if m.group(1):
         return f"{who} is"
     if m.group(2):
         return f"{who} has"
     if m.group(5):
         return f"{who} would"
+    if m.group(6):
+        return f"{who} will"
     return f"{who} {m.group(3) or ''}{_third_person(m.group(4))}"
 
 
@@ -136,6 +139,7 @@ def standalone(text: str, *, speaker: str = "user", project: str | None = None) 
     def resolve(part: str) -> str:
         part = _MY.sub(whose, part)
         part = _ME.sub(who.lower(), part)
+        part = _MYSELF.sub("itself" if speaker == "assistant" else "themselves", part)
         part = _MID_I.sub(lambda m: _subject(who.lower(), m), part)
         if project:
             part = _THIS_PROJECT.sub(lambda m: f"the {project} {m.group(1)}", part)
