@@ -39,13 +39,19 @@ _IRREGULAR_PAST: Final = frozenset(
 _ADVERBS: Final = (
     "always|never|also|usually|just|only|still|already|really|actually|mostly|generally"
 )
-# Not inside a name: "my-app", "me-first", "src/my/".
-_MY: Final = re.compile(r"(?i)(?<![-/'’])\bmy\b(?![-/'’])")
-_ME: Final = re.compile(r"(?i)(?<![-/'’])\bme\b(?![-/'’])")
-_MYSELF: Final = re.compile(r"(?i)(?<![-/'’])\bmyself\b(?![-/'’])")
+
+
+def _pronoun(word: str) -> re.Pattern[str]:
+    """The word on its own, not inside a name: "my-app", "me-first", "src/my/"."""
+    return re.compile(rf"(?i)(?<![-/'’])\b{word}\b(?![-/'’])")
+
+
+_MY: Final = _pronoun("my")
+_ME: Final = _pronoun("me")
+_MYSELF: Final = _pronoun("myself")
 _MID_I: Final = re.compile(
-    rf"(?<=[\s,;])(?:I|i)(?:(['’]m|m|\s+am)|(['’]ve|\s+have)|\s+((?:{_ADVERBS})\s+)?([a-z]+(?:['’][a-z]+)?)"
-    r"|(['’]d)|(['’]ll))\b"
+    r"(?<=[\s,;])(?:I|i)(?:(['’]m|m|\s+am)|(['’]ve|\s+have)"
+    rf"|\s+((?:{_ADVERBS})\s+)?([a-z]+(?:['’][a-z]+)?)|(['’]d)|(['’]ll))\b"
 )
 _SETS_UP: Final = re.compile(
     r"(?i)^(?:(?:please|so|ok|okay|now|let'?s|can\s+you|could\s+you)[,\s]+)*"
