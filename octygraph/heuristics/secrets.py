@@ -118,6 +118,40 @@ _NOT_A_VALUE: Final = frozenset(
     somewhere here there shared secret private public valid invalid weak strong long short
     provided attached below above listed pinned now still also only true false none null yes no""".split()
 )
+# Password flags, where the command makes `-p` a password rather than a port or a plugin
+# (`docker run -p 8080:80`, `pytest -p no:cacheprovider`, `ssh -p 2222` keep theirs).
+_CMD_END: Final = r"[^\n|;&]{0,200}?\s"
+_MYSQL: Final = r"\b(?:mysql\w*|mariadb[\w-]*)\b"
+_FLAG_ATTACHED: Final = re.compile(rf"({_MYSQL}{_CMD_END}-p)(?=[^\s-])(\S+)")  # mysql -psecret
+_FLAG_SPACED: Final = re.compile(
+    rf"(\b(?:sshpass|mongo\w*|(?:docker|podman|buildah|skopeo|nerdctl)\s+login)\b{_CMD_END}-p\s+"
+    rf"|\b(?:plink|pscp|psftp)\b{_CMD_END}-pw\s+|\bredis-cli\b{_CMD_END}-a\s+"
+    r"|--pass(?:word|wd)?(?:\s+|=))(?=[^\s-])(\S+)"
+)
+# `mysql -p name` names a database after prompting for the password: a value there is a password
+# only when it looks like one (`mysql -u root -p s3cr3tPass`).
+_MYSQL_SPACED: Final = re.compile(rf"({_MYSQL}{_CMD_END}-p\s+)(?=[^\s-])(\S+)")
+# A user and password pair: `admin / Hunter2x!`, `deploy:s3cr3tPass`, `root:pw@host`.
+_PAIR: Final = re.compile(
+    r"(?<![\w/:@.$%-])([A-Za-z][\w.@+-]{0,63}(?:\s+/\s+|/|:))([^\s/:'\"@]{4,}?)(?=[.,;)]*(?:\s|$))"
+)
+_AT_PAIR: Final = re.compile(r"(?<![\w/:.-])([A-Za-z][\w.-]{0,63}:)([^\s:/@]+)(@[\w-]+\.[\w.-]+)")
+# Words that announce a user and password pair just before it: "login is", "creds:", "curl -u".
+_PAIR_CUE: Final = re.compile(
+    r"(?i)(?:\b(?:(?P<strong>log[- ]?ins?|creds|credentials?|sign[- ]?ins?)|accounts?|users?"
+    r"|user[- ]?names?|auth)\b(?P<gap>[^.\n!?]{0,40})|(?:^|\s)(?:-u|--user)(?:\s+|=))$"
+)
+_ENDS_AS_LABEL: Final = re.compile(r"(?i)(?:[:=]|\bis|\bare|\bwas|\bwere)\s*$")
+_ACCOUNTS: Final = frozenset(
+    """root admin administrator deploy deployer sa guest superuser vagrant pi dbadmin ec2-user
+    sysadmin webadmin ftpuser""".split()
+)
+_FIELD_WORDS: Final = frozenset(
+    """password passwords pass passwd pwd passphrase pw secret token key login user username email
+    pin code""".split()
+)
+_VERSION: Final = re.compile(r"v?\d[\w.+-]*")
+"""`16-alpine`, `3.12-slim`, `v2.1`: an image tag or version after a colon, not a password."""
 _HIGH_ENTROPY: Final = re.compile(r"(?<![\w/+=.-])[A-Za-z0-9+/_=-]{32,}(?![\w/+=-])")
 """A long run of key-like characters; kept unless it looks random (see `_looks_random`)."""
 
@@ -170,6 +204,17 @@ def _plain_value(value: str) -> bool:
     )
 
 
+def _assigned_plain(value: str) -> bool:
+    """Not a secret after `=`: a placeholder, a number or a flag word; "secret" itself is one."""
+    bare = value.strip("\"'")
+    return (
+        not bare
+        or REDACTED in bare
+        or bare.lower() in {"true", "false", "none", "null", "yes", "no", "on", "off"}
+        or _PLACEHOLDER.fullmatch(bare) is not None
+    )
+
+
 def _secret_like(value: str) -> bool:
     """Whether a value after a weak label (`sort_key=created_at` is not) holds a secret."""
     bare = value.strip("\"'")
@@ -178,6 +223,37 @@ def _secret_like(value: str) -> bool:
     if any(c in "!@#$%^&*+=~?/" for c in bare):
         return True
     return (any(c.isdigit() for c in bare) and len(bare) >= 6) or _looks_random(bare)
+
+
+def _strong(value: str) -> bool:
+    """A password on its own: letters and digits, and mixed case or a symbol (`s3cr3tPass`)."""
+    has = any(c.isalpha() for c in value) and any(c.isdigit() for c in value)
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    return len(value) >= 6 and has and (mixed or any(c in "!@#$%^&*+=~?" for c in value))
+
+
+def _pair_password(text: str, match: re.Match[str]) -> bool:
+    """Whether `match` (user, separator, value) is a user and password pair to redact."""
+    user_sep, value = match.group(1), match.group(2)
+    user = user_sep.rstrip(" /:")
+    sep = user_sep[len(user) :]
+    if value.lower() in _FIELD_WORDS or _plain_value(value) or _VERSION.fullmatch(value):
+        return False
+    cue = _PAIR_CUE.search(text[max(0, match.start() - 60) : match.start()])
+    cued = cue is not None
+    if sep.strip() == "/":  # `input/output`, `src/main`: a slash pairs only after a cue
+        # After "login is" or "creds for X:" any value is the password; after a weaker cue
+        # ("the users are alice / bob") only one that looks like a password.
+        gap = (cue.group("gap") or "") if cue else ""
+        labelled = (
+            cue is not None
+            and cue.group("strong") is not None
+            and (not gap.strip() or _ENDS_AS_LABEL.search(gap) is not None)
+        )
+        return cued and ((" " in sep and labelled) or _secret_like(value) or _strong(value))
+    if cued or user.lower() in _ACCOUNTS:
+        return _secret_like(value) or (any(c.isdigit() for c in value) and len(value) >= 4)
+    return _strong(value)
 
 
 def _labelled(match: re.Match[str]) -> str:
@@ -218,11 +294,16 @@ def redact_secrets(text: str) -> tuple[str, int]:
         count += n
         return value
 
-    def keep_label(pattern: re.Pattern[str], value: str, test: bool = False) -> str:
+    def keep_label(
+        pattern: re.Pattern[str], value: str, test: bool = False, flag: bool = False
+    ) -> str:
         def repl(match: re.Match[str]) -> str:
             nonlocal count
             secret = match.group(2)
-            if _plain_value(secret) or (test and not _secret_like(secret)):
+            # After `=` or a password flag the value is the value: "secret" itself is one.
+            assigned = flag or match.group(1).rstrip(" \"'").endswith("=")
+            plain = _assigned_plain(secret) if assigned and not test else _plain_value(secret)
+            if plain or (test and not _secret_like(secret)):
                 return match.group(0)
             count += 1
             quote = secret[0] if secret[:1] in "\"'" and secret[-1:] == secret[:1] else ""
@@ -233,6 +314,19 @@ def redact_secrets(text: str) -> tuple[str, int]:
     text = sub(_TOKENS, REDACTED, text)
     text = sub(_URL_PASSWORD, rf"\g<1>{REDACTED}\g<3>", text)
     text = sub(_URL_TOKEN_USER, rf"\g<1>{REDACTED}\g<3>", text)
+    text = sub(_AT_PAIR, rf"\g<1>{REDACTED}\g<3>", text)
+    text = keep_label(_FLAG_ATTACHED, text, flag=True)
+    text = keep_label(_FLAG_SPACED, text, flag=True)
+    text = keep_label(_MYSQL_SPACED, text, test=True)
+
+    def pair(match: re.Match[str]) -> str:
+        nonlocal count
+        if not _pair_password(match.string, match):
+            return match.group(0)
+        count += 1
+        return f"{match.group(1)}{REDACTED}"
+
+    text = _PAIR.sub(pair, text)
     text = keep_label(_AUTH_HEADER, text)
     text = keep_label(_BEARER, text)
     text = keep_label(_ENV_ASSIGN, text)
@@ -297,8 +391,19 @@ def is_secret_name(name: str) -> bool:
     return (
         "REDACTED" in name.upper()
         or has_secret(name)
-        or any(_random_word(token) for token in name.split())
+        or any(_random_word(token) or _symbol_password(token) for token in name.split())
     )
+
+
+def redacted_away(name: str, raw: str, clean: str) -> bool:
+    """Whether redacting `raw` into `clean` took `name` out: a password, however plain it reads."""
+    name = name.strip()
+    return bool(name) and name in raw and name not in clean
+
+
+def _symbol_password(token: str) -> bool:
+    """`Hunter2x!`, `Tr0ub4dor&3`: letters, digits and a symbol no name is written with."""
+    return _strong(token) and any(c in "!#$%^&*+=~?" for c in token)
 
 
 @functools.lru_cache(maxsize=4096)
