@@ -17,7 +17,12 @@ from typing import Any, TextIO
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from octygraph.heuristics.intent import is_injection_message
-from octygraph.heuristics.secrets import is_secret_name, redact_deep, redact_secrets
+from octygraph.heuristics.secrets import (
+    is_secret_name,
+    redact_deep,
+    redact_secrets,
+    redacted_away,
+)
 from octygraph.profiles.graph import GraphSpec, ProgressFn, write_graph
 from octygraph.store import (
     NODE_TYPES,
@@ -347,6 +352,7 @@ def parse_jsonl(path: Path) -> ParsedExport:
     parsed = ParsedExport([], {}, [])
     seen: set[str] = set()
     dropped: set[str] = set()
+    raws: list[str] = []  # each node's content as the file gives it
     for number, record in _records(path):
         kind = record.get("kind")
         try:
@@ -362,6 +368,7 @@ def parse_jsonl(path: Path) -> ParsedExport:
                     dropped.add(node.id)
                     continue
                 parsed.nodes.append(node.to_new_node())
+                raws.append(node.content)
                 if node.superseded_by:
                     parsed.superseded_by[node.id] = node.superseded_by
             elif kind == "edge":
@@ -383,6 +390,19 @@ def parse_jsonl(path: Path) -> ParsedExport:
             raise TransferError(
                 f"Line {number} of {path.name} cannot be imported: {exc}."
             ) from None
+    # Nor is a word that redaction took out of another memory of the file ("admin / Hunter2x").
+    texts = [
+        (raw, n.content) for raw, n in zip(raws, parsed.nodes, strict=True) if raw != n.content
+    ]
+    late = {
+        n.id
+        for n in parsed.nodes
+        if n.id and n.node_type == "entity" and any(redacted_away(n.content, *t) for t in texts)
+    }
+    if late:
+        dropped |= late
+        parsed.nodes = [n for n in parsed.nodes if n.id not in late]
+        parsed.edges = [e for e in parsed.edges if not {e.source_id, e.target_id} & late]
     parsed.superseded_by = {k: v for k, v in parsed.superseded_by.items() if v not in dropped}
     if not parsed.nodes and not parsed.edges:
         raise TransferError(f"{path.name} holds no memories to import.")

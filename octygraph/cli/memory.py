@@ -701,7 +701,7 @@ def memory_add(
 ) -> None:
     """Store one memory directly (no pipeline): for people and tests."""
     from octygraph.heuristics.safety import redact_secrets
-    from octygraph.heuristics.secrets import is_secret_name
+    from octygraph.heuristics.secrets import is_secret_name, redacted_away
     from octygraph.services import open_store
     from octygraph.store import NODE_TYPES, SUBTYPES
 
@@ -723,7 +723,8 @@ def memory_add(
         entity_ids = [
             store.ensure_entity(name)[0].id
             for name in (entity or [])
-            if name.strip() and not is_secret_name(name)  # a secret is never an entity
+            # A secret is never an entity, nor is a word that redaction took out of the text.
+            if name.strip() and not is_secret_name(name) and not redacted_away(name, text, clean)
         ]
         node = store.add_node(
             type_,
