@@ -1,4 +1,4 @@
-"""Claude Code hook entrypoints: `octygraph hook prompt` and `octygraph hook stop`.
+"""Claude Code hook entrypoints: `octygraph hook prompt`, `hook stop` and `hook session-start`.
 
 Whatever happens (bad stdin, a broken database, an LLM that is down, the time budget running out) these
 print valid output or nothing and return normally, so the caller always exits 0 and the prompt goes through.
@@ -37,6 +37,8 @@ log = logging.getLogger("octygraph.hooks")
 ANSWER_MARGIN_S = 0.75
 """A prompt run stops this long before the hook's budget ends, to write its trace and answer."""
 MIN_RUN_S = 0.05
+START_BUDGET_S = 8.0
+"""SessionStart answers within this from the hook's start (installed with Claude Code's 10 s timeout)."""
 
 
 def degraded_notice(exc: BaseException, settings: Settings | None) -> str:
@@ -192,12 +194,23 @@ async def _run(
             checkpointers=checkpointers,
         )
         try:
-            return await run_prompt(prompt, settings, store, options, on_answer=on_answer)
+            result = await run_prompt(prompt, settings, store, options, on_answer=on_answer)
         except LLMConfigError as exc:
             # A broken LLM set-up (e.g. an expired Wrangler login) must not cost the prompt its memory.
             log.warning("LLM not usable, thinking without it: %s", exc)
             options.offline = True
-            return await run_prompt(prompt, settings, store, options, on_answer=on_answer)
+            result = await run_prompt(prompt, settings, store, options, on_answer=on_answer)
+        if not store_only and result.get("context"):
+            # The answer went out long ago: count a use of each memory it gave (ranks the start block).
+            try:
+                from octygraph.nodes.assemble import rendered_ids
+                from octygraph.session_start import record_access
+
+                ids = rendered_ids(result.get("sections") or {}, result["context"])
+                await asyncio.to_thread(record_access, store, ids)
+            except Exception as exc:
+                log.warning("memory use not recorded: %s", exc)
+        return result
 
 
 @dataclass
@@ -244,7 +257,7 @@ async def handle(
     Shared by the in-process hook and the resident service.
 
     Args:
-        event: `prompt` (UserPromptSubmit) or `stop`.
+        event: `prompt` (UserPromptSubmit), `stop` or `session-start`.
         raw: The hook's stdin bytes.
         env: The environment to read settings from (default `os.environ`): the service passes the client's.
         cwd: Working folder when the payload names none (default the current one).
@@ -324,25 +337,88 @@ async def handle(
             )
         if event == "session-start":
             start = hook_io.parse_session_start_payload(raw)
-            if start is not None and start.source == "compact" and start.session_id:
-                # The transcript is now a summary: what was injected or stored may be needed again.
-                settings = _settings(start.cwd or cwd, env)
-                SessionLog(settings.paths.memory_dir, start.session_id).forget()
-            if start is not None and stores is not open_store_for_run:
-                # In the service: open the project's store now, so the first prompt finds it warm.
-                settings = settings or _settings(start.cwd or cwd, env)
-                from octygraph.services import store_exists
-
-                if store_exists(settings):
-                    async with stores(settings):
-                        pass
-            return HookReply()
+            if start is None:
+                return HookReply()
+            settings = _settings(start.cwd or cwd, env)
+            _configure_logging(settings)
+            return await _session_start(
+                settings, start, os.environ if env is None else env, stores, started
+            )
         return HookReply()
     except Exception as exc:  # the prompt must go through, whatever failed
         _record_failure(
             settings, event, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}", env
         )
         return HookReply(notice=degraded_notice(exc, settings))
+
+
+async def _session_start(
+    settings: Settings,
+    start: hook_io.SessionStartRequest,
+    env: Mapping[str, str],
+    stores: StoreLease,
+    started: float,
+) -> HookReply:
+    """SessionStart: forget the ledger after a compaction or a clear, then give the standing block.
+
+    The block (see `octygraph.session_start`) is recorded in the session's ledger as injected, so no
+    prompt of the session injects its records again. Bounded by `START_BUDGET_S`; nothing on a timeout.
+    """
+    from octygraph import session_start
+    from octygraph.services import store_exists
+
+    log_ = SessionLog(settings.paths.memory_dir, start.session_id) if start.session_id else None
+    if log_ is not None and start.source in ("compact", "clear"):
+        # The transcript is now a summary (or empty): what was injected or stored may be needed again.
+        log_.forget()
+    if not store_exists(settings):
+        return HookReply()
+    left = started + min(settings.hook_budget_s, START_BUDGET_S) - ANSWER_MARGIN_S
+    left -= time.monotonic()
+    if left <= MIN_RUN_S:
+        _record_failure(settings, "session-start", "no time left in the hook budget", env)
+        return HookReply()
+    folder = Path(start.cwd) if start.cwd and Path(start.cwd).is_dir() else settings.cwd
+
+    async def block() -> tuple[str, list[str]]:
+        seen = await asyncio.to_thread(log_.seen) if log_ is not None else set()
+        known = await asyncio.to_thread(
+            lambda: session_start.passages(session_start.loaded_text(folder, env))
+        )
+        async with stores(settings) as store:
+            return await asyncio.to_thread(
+                session_start.build,
+                store,
+                budget=settings.start_budget_chars,
+                seen=seen,
+                known=known,
+            )
+
+    try:
+        text, ids = await asyncio.wait_for(block(), timeout=left)
+    except TimeoutError:
+        _record_failure(settings, "session-start", "the session-start block took too long", env)
+        return HookReply()
+    output = hook_io.format_session_start_output(text, max_chars=settings.start_budget_chars)
+    if not output:
+        return HookReply()
+    if log_ is not None:
+        await asyncio.to_thread(log_.add, injected=ids)
+    rest = asyncio.create_task(_note_access(settings, stores, ids))
+    return HookReply(output, rest=rest)
+
+
+async def _note_access(settings: Settings, stores: StoreLease, ids: list[str]) -> None:
+    """Count a use of each injected memory (after the answer went out); never raises."""
+    if not ids:
+        return
+    try:
+        from octygraph.session_start import record_access
+
+        async with stores(settings) as store:
+            await asyncio.to_thread(record_access, store, ids)
+    except Exception as exc:
+        log.warning("memory use not recorded: %s", exc)
 
 
 async def _answer(
@@ -424,7 +500,7 @@ def stop_hook(stdin: IO[bytes], stdout: IO[str]) -> None:
 
 
 def session_start_hook(stdin: IO[bytes], stdout: IO[str]) -> None:
-    """SessionStart: after a compaction, forget what this session was already given; print nothing."""
+    """SessionStart: print the documented JSON with the standing block, or nothing."""
     _hook("session-start", stdin, stdout)
 
 

@@ -107,6 +107,7 @@ TABLE: tuple[Setting, ...] = (
     Setting("OCTYBOT_HOME", None, text, _R, "data folder (default ~/.octybot)"),
     Setting("OCTYBOT_PROJECT", None, text, _R, "project id (default: the git root's folder name)"),
     Setting("CLAUDE_PROJECT_DIR", None, text, _R, "project folder Claude Code names for the hooks"),
+    Setting("CLAUDE_CONFIG_DIR", None, text, _R, "Claude Code's config folder (default ~/.claude)"),
     Setting("DB_PATH", None, text, _R, "database file instead of the project's memory.db"),
     Setting(
         "OCTY_DATABASE_URL",
@@ -135,6 +136,7 @@ TABLE: tuple[Setting, ...] = (
     Setting("OCTY_MAX_TURNS", "8", positive_int, _R, "store-agent turns (retrieve: 1)"),
     Setting("OCTY_LOOP_TIMEOUT_S", "30", positive_float, _R, "seconds per ReAct loop"),
     Setting("OCTY_CONTEXT_BUDGET", "6000", positive_int, _R, "characters of injected context"),
+    Setting("OCTY_START_BUDGET", "1500", positive_int, _R, "characters of the session-start block"),
     Setting("OCTY_HOOK_BUDGET_S", "12", positive_float, _R, "seconds a prompt hook may take"),
     Setting("OCTY_DEBUG", "0", flag, _R, "log every stage to stderr"),
     # Retention of debug traces and their checkpoints

@@ -198,6 +198,7 @@ class Settings:
     max_turns: int = table.default("OCTY_MAX_TURNS")
     loop_timeout_s: float = table.default("OCTY_LOOP_TIMEOUT_S")
     context_budget_chars: int = table.default("OCTY_CONTEXT_BUDGET")
+    start_budget_chars: int = table.default("OCTY_START_BUDGET")
     hook_budget_s: float = table.default("OCTY_HOOK_BUDGET_S")
     debug: bool = table.default("OCTY_DEBUG")
     trace_keep: int = table.default("OCTY_TRACE_KEEP")
@@ -248,6 +249,7 @@ class Settings:
             max_turns=_parsed(env, "OCTY_MAX_TURNS"),
             loop_timeout_s=_parsed(env, "OCTY_LOOP_TIMEOUT_S"),
             context_budget_chars=_parsed(env, "OCTY_CONTEXT_BUDGET"),
+            start_budget_chars=_parsed(env, "OCTY_START_BUDGET"),
             hook_budget_s=_parsed(env, "OCTY_HOOK_BUDGET_S"),
             debug=_parsed(env, "OCTY_DEBUG"),
             trace_keep=_parsed(env, "OCTY_TRACE_KEEP"),

@@ -242,11 +242,18 @@ def format_prompt_output(context: str, max_chars: int = DEFAULT_CONTEXT_CHARS) -
         `""` when there is nothing to inject, else the documented
         `{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": ...}}`.
     """
+    return _context_output("UserPromptSubmit", context, max_chars)
+
+
+def format_session_start_output(context: str, max_chars: int = DEFAULT_CONTEXT_CHARS) -> str:
+    """The SessionStart stdout for `context`: the same JSON with `"hookEventName": "SessionStart"`."""
+    return _context_output("SessionStart", context, max_chars)
+
+
+def _context_output(event_name: str, context: str, max_chars: int) -> str:
     text = clip_context(context or "", max_chars)
     if not text:
         return ""
-    payload = {
-        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}
-    }
+    payload = {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}
     # ASCII escapes keep the output valid whatever encoding the hook's stdout has.
     return json.dumps(payload, ensure_ascii=True)

@@ -158,11 +158,11 @@ def record_line(section: str, record: Record) -> str:
     return content
 
 
-def render(sections: dict[str, list[Record]], budget: int) -> str:
-    """The injected text: sections in order, lines added while they fit in `budget` characters."""
-    if not sections or budget <= len(HEADER) + 10:
+def render(sections: dict[str, list[Record]], budget: int, *, header: str = HEADER) -> str:
+    """The injected text: `header`, then sections in order, lines added while they fit in `budget`."""
+    if not sections or budget <= len(header) + 10:
         return ""
-    used = len(HEADER)
+    used = len(header)
     chosen: dict[str, list[str]] = {}
     for name in SECTION_ORDER:
         title = f"\n\n{SECTION_TITLES[name]}:"
@@ -178,7 +178,7 @@ def render(sections: dict[str, list[Record]], budget: int) -> str:
             chosen[name] = lines
     if not chosen:
         return ""
-    return HEADER + "".join(
+    return header + "".join(
         f"\n\n{SECTION_TITLES[n]}:" + "".join(chosen[n]) for n in SECTION_ORDER if n in chosen
     )
 

@@ -11,9 +11,11 @@ and a watchdog thread ends the process with exit 0 when one runs out, whatever t
   When no service listens it starts one (detached: new session, double fork) and waits for it; a
   service that misses the deadline is killed and replaced, and the prompt goes on without context.
   Nothing is ever re-run in the hook process after a service failed.
-- `stop` and `session-start` hand their payload over: the service acknowledges receipt before it
-  does the work, so the hook returns in a few tens of milliseconds. When no service takes it, the
-  payload goes to the spool folder, which the service works through when it (next) runs.
+- `session-start` asks like a prompt, within `START_BUDGET_S`: the warm service answers with the
+  standing block at once (and opens the project's store, so the first prompt finds it warm).
+- `stop` hands its payload over: the service acknowledges receipt before it does the work, so the
+  hook returns in a few tens of milliseconds. When no service takes it, the payload goes to the
+  spool folder, which the service works through when it (next) runs.
 """
 
 from __future__ import annotations
@@ -45,9 +47,11 @@ if TYPE_CHECKING:
 
 CONNECT_TIMEOUT_S = 0.5
 STATUS_TIMEOUT_S = 2.0
-HANDOFF_EVENTS = ("stop", "session-start")
+HANDOFF_EVENTS = ("stop",)
 HANDOFF_BUDGET_S = 0.25
-"""A hand-off hook (stop, session-start) returns within this, from process start."""
+"""A hand-off hook (stop) returns within this, from process start."""
+START_BUDGET_S = 8.0
+"""SessionStart returns within this, from process start (as `octygraph.hooks.START_BUDGET_S`)."""
 HANDOFF_ACK_S = 0.12
 """How long a hand-off waits for the service's receipt before spooling the payload."""
 EXIT_MARGIN_S = 0.05
@@ -423,7 +427,8 @@ def _ask(
     deadline: Deadline,
     start_if_missing: bool,
 ) -> HookResult:
-    """A prompt: the service's answer, waiting for a service it starts, all within `deadline`."""
+    """A prompt or a session start: the service's answer, waiting for a service it starts, all
+    within `deadline`."""
     sock = protocol.socket_path(home)
     spawned = False
     pending: int | None = None
@@ -488,7 +493,7 @@ def _handoff(
     deadline: Deadline,
     start_if_missing: bool,
 ) -> HookResult:
-    """Stop and session-start: the service takes the payload, or it goes to the spool."""
+    """Stop: the service takes the payload, or it goes to the spool."""
     sock = protocol.socket_path(home)
     message = hook_request(event, raw, env, time.monotonic() - deadline.started)
     try:
@@ -579,7 +584,7 @@ def run_hook(
     if event in HANDOFF_EVENTS:
         deadline = Deadline(started, HANDOFF_BUDGET_S)
     else:
-        deadline = Deadline(started, protocol.hook_budget_s(env) - WAIT_MARGIN_S)
+        deadline = Deadline(started, hook_budget_s(event, env) - WAIT_MARGIN_S)
     result = HookResult("", "skipped", "OCTY_NO_SERVICE=1", fallback=True)
     team_note = ""
     if env.get("OCTY_SERVER_URL"):
@@ -711,9 +716,15 @@ def read_stdin(limit: int = STDIN_LIMIT) -> bytes:
         return b""
 
 
+def hook_budget_s(event: str, env: Mapping[str, str]) -> float:
+    """The budget of an answering hook (prompt, session-start), from process start."""
+    budget = protocol.hook_budget_s(env)
+    return min(budget, START_BUDGET_S) if event == "session-start" else budget
+
+
 def watchdog_budget_s(event: str, env: Mapping[str, str], start_if_missing: bool) -> float:
     """How long, from process start, the hook process may live at most."""
-    budget = protocol.hook_budget_s(env)
+    budget = hook_budget_s(event, env)
     in_process = env.get("OCTY_NO_SERVICE") == "1" or not start_if_missing
     if event in HANDOFF_EVENTS:
         # In-process, a stop run gets four prompt budgets, as in the service.

@@ -5,10 +5,10 @@ Standard library only: the hook client imports this module on every prompt, befo
 Messages are JSON objects, each sent as a 4-byte big-endian length followed by that many bytes of UTF-8.
 A hook request is `{"op": "hook", "event", "payload_b64", "env", "process_env", "cwd", "version",
 "elapsed_s", "handoff"}`; the answer is `{"status": "ok", "stdout": ..., "notice": ...}` (`notice`: one
-line for the user when memory is degraded, or ""), `{"status": "accepted"}` for a hand-off (stop,
-session-start: acknowledged on receipt, worked on afterwards), `{"status": "restart", "reason": ...}`
-or `{"status": "error", "message": ...}`. `{"op": "status"}` answers the service's health and
-`{"op": "stop"}` asks it to finish what it is doing and exit.
+line for the user when memory is degraded, or ""), `{"status": "accepted"}` for a hand-off (stop:
+acknowledged on receipt, worked on afterwards; session-start answers like a prompt),
+`{"status": "restart", "reason": ...}` or `{"status": "error", "message": ...}`. `{"op": "status"}`
+answers the service's health and `{"op": "stop"}` asks it to finish what it is doing and exit.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class ServicePaths:
 
     @property
     def spool_dir(self) -> Path:
-        """Hand-off requests (stop, session-start) no service took; the service works through them."""
+        """Hand-off requests (stop) no service took; the service works through them."""
         return self.home / SPOOL_NAME
 
 

@@ -51,6 +51,7 @@ SPOOL_INTERVAL_S = 2.0
 HANDED_IDS = 10_000
 HOOK_EVENTS = ("prompt", "stop", "session-start")
 HANDOFF_EVENTS = ("stop", "session-start")
+"""Session-start is still taken as a hand-off from older clients and their spooled requests."""
 
 
 class _Notifier:

@@ -1,0 +1,169 @@
+"""The SessionStart block: what a new session is given before its first prompt.
+
+The hooks run as Claude Code runs them (a new process, JSON on stdin) on a real SQLite file under a
+private OCTYBOT_HOME; Claude Code's config folder is a private one too, so the machine's own CLAUDE.md
+files play no part.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from octygraph import session_start
+from octygraph.services import open_store
+from octygraph.settings import Settings
+from octygraph.store import Node
+from tests.test_hooks import hook, prompt_payload
+
+RULE = "From now on never push to main on Fridays"
+
+
+@pytest.fixture
+def claude_dir(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "claude-config"
+    folder.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(folder))
+    monkeypatch.setenv("OCTYBOT_PROJECT", "proj")
+    return folder
+
+
+def start_payload(cwd: Path, session: str, source: str = "startup") -> str:
+    return json.dumps(
+        {
+            "session_id": session,
+            "transcript_path": str(cwd / f"{session}.jsonl"),
+            "cwd": str(cwd),
+            "hook_event_name": "SessionStart",
+            "source": source,
+        }
+    )
+
+
+def start(session: str, source: str = "startup", **env: str) -> str:
+    """The session-start block's text ("" when the hook printed nothing)."""
+    code, out, _ = hook("session-start", start_payload(Path.cwd(), session, source), **env)
+    assert code == 0
+    if not out:
+        return ""
+    data = json.loads(out)["hookSpecificOutput"]
+    assert data["hookEventName"] == "SessionStart"
+    return str(data["additionalContext"])
+
+
+def records(block: str) -> list[str]:
+    return [line[2:] for line in block.splitlines() if line.startswith("- ")]
+
+
+def prompt(text: str, session: str) -> str:
+    code, out, _ = hook("prompt", prompt_payload(text, Path.cwd(), session=session))
+    assert code == 0
+    return str(json.loads(out)["hookSpecificOutput"]["additionalContext"]) if out else ""
+
+
+def remember(*texts: str, scope: float = 1.0) -> None:
+    with open_store(Settings.from_env()) as store:
+        for text in texts:
+            store.add_node("instruction", text, scope=scope)
+
+
+def nodes() -> list[Node]:
+    with open_store(Settings.from_env(), create=False) as store:
+        return list(store.iter_all())
+
+
+def test_a_rule_stated_in_one_session_starts_the_next(claude_dir: Path) -> None:
+    prompt(RULE, "s1")  # stored by the prompt hook of session 1
+    block = start("s2")
+    assert RULE in records(block)
+    assert block.splitlines()[0].endswith("(octygraph):")
+
+
+def test_nothing_is_printed_for_an_empty_memory(claude_dir: Path, home: Path) -> None:
+    assert start("s1") == ""
+    assert not (home / "projects" / "proj" / "memory" / "memory.db").exists()
+
+
+def test_what_claude_md_already_says_is_left_out(claude_dir: Path) -> None:
+    remember(RULE, "Always run the linter before committing")
+    (Path.cwd() / "CLAUDE.md").write_text("# Rules\n\n- Never push to main on Fridays.\n")
+    assert records(start("s1")) == ["Always run the linter before committing"]
+    # The user's own CLAUDE.md counts as much as the project's.
+    (claude_dir / "CLAUDE.md").write_text("Run the linter before committing, always.\n")
+    assert start("s2") == ""
+
+
+def test_after_compaction_the_block_comes_again(claude_dir: Path) -> None:
+    remember(RULE)
+    assert RULE in records(start("s1"))
+    assert start("s1", "resume") == ""  # the session still has it
+    assert RULE in records(start("s1", "compact"))  # its transcript is a summary now
+
+
+def test_a_record_given_at_start_is_not_injected_again_by_a_prompt(claude_dir: Path) -> None:
+    remember(RULE)
+    question = "Can I push this fix to main now? Today is Friday."
+    assert RULE in prompt(question, "without-start")  # the prompt hook would give it
+    assert RULE in records(start("s1"))
+    assert RULE not in prompt(question, "s1")
+
+
+def test_the_block_keeps_to_its_budget_broad_rules_first(claude_dir: Path) -> None:
+    narrow = "Mention the Anderson account and its contract number in every release note we publish"
+    remember(narrow, scope=0.5)
+    remember(
+        *(
+            f"Always tag release candidate {n} with the build number and the date"
+            for n in range(30)
+        ),
+        scope=0.8,
+    )
+    remember("Never commit generated files to the repository")
+    block = start("s1")
+    assert 0 < len(block) <= 1500
+    given = records(block)
+    assert given[0] == "Never commit generated files to the repository"
+    assert narrow not in given  # the budget ran out on broader rules
+    small = start("s2", OCTY_START_BUDGET="200")
+    assert 0 < len(small) <= 200 and len(records(small)) >= 1
+
+
+def test_injected_memories_count_their_uses(claude_dir: Path) -> None:
+    remember(RULE)
+    start("s1")
+    start("s2")
+    (node,) = nodes()
+    assert node.attributes["access_count"] == 2 and node.attributes["last_accessed"]
+
+
+def test_loaded_files_follow_claude_code(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    work = repo / "src" / "pkg"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".claude").mkdir()
+    work.mkdir(parents=True)
+    for path in (
+        repo / "CLAUDE.md",
+        repo / ".claude" / "CLAUDE.md",
+        work / "CLAUDE.local.md",
+        tmp_path / "CLAUDE.md",  # above the repository: not this project's
+    ):
+        path.write_text("x\n")
+    config = tmp_path / "config"
+    index = config / "projects" / str(repo).replace("/", "-") / "memory" / "MEMORY.md"
+    index.parent.mkdir(parents=True)
+    index.write_text("- The staging database is Postgres 16\n")
+    found = session_start.loaded_files(work, {"CLAUDE_CONFIG_DIR": str(config)})
+    assert set(found) == {
+        repo / "CLAUDE.md",
+        repo / ".claude" / "CLAUDE.md",
+        work / "CLAUDE.local.md",
+        index,
+    }
+    known = session_start.passages(
+        session_start.loaded_text(work, {"CLAUDE_CONFIG_DIR": str(config)})
+    )
+    assert session_start.already_stated("Staging database: Postgres 16", known)
+    assert not session_start.already_stated("Production runs Postgres 15 on RDS", known)
