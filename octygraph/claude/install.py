@@ -1,8 +1,8 @@
 """Install octygraph into a project (or for every project of the user) for Claude Code, and take it out.
 
 `install` merges the hooks into `TARGET/.claude/settings.json` (UserPromptSubmit runs the pipeline, Stop
-does post-response work, SessionStart notes compactions), writes the `/octybot` slash command, creates
-the project's data folders and seeds its database. What it added is recorded in
+does post-response work, SessionStart gives the standing block), writes the `/octybot` slash command,
+creates the project's data folders and seeds its database. What it added is recorded in
 `TARGET/.claude/.octygraph-install.json` so `uninstall` removes exactly that and nothing else. Installing
 twice changes nothing.
 
