@@ -39,16 +39,6 @@ def _say(text: str) -> None:
         pass
 
 
-def undecodable_argument(args: Sequence[str]) -> int | None:
-    """The 1-based position of the first argument that was not valid UTF-8, or None."""
-    for index, arg in enumerate(args, start=1):
-        try:
-            arg.encode("utf-8")
-        except UnicodeEncodeError:
-            return index  # Python keeps undecodable bytes as lone surrogates
-    return None
-
-
 def _fail(text: str, exc: BaseException | None = None) -> NoReturn:
     if exc is not None and os.environ.get("OCTY_DEBUG", "").strip().lower() in (
         "1",
@@ -68,10 +58,11 @@ def _is(exc: BaseException, name: str) -> bool:
 
 def run(app: Callable[..., Any], args: Sequence[str] | None = None) -> NoReturn:
     """Run the typer `app` and exit: 0 on success, 1 with one sentence on any error."""
-    args = list(sys.argv[1:] if args is None else args)
-    bad = undecodable_argument(args)
-    if bad is not None:
-        _fail(f"Argument {bad} is not valid UTF-8 text; nothing was done")
+    # Bytes that are not UTF-8 (kept by Python as lone surrogates) become U+FFFD: the rest of the
+    # text is still searched, run or stored.
+    from octygraph.utf8 import valid_text
+
+    args = [valid_text(arg) for arg in (sys.argv[1:] if args is None else args)]
     try:
         code = app(args=args, standalone_mode=False, prog_name="octygraph")
     except SystemExit:

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from octygraph.utf8 import valid_text
+
 if TYPE_CHECKING:
     from octygraph.settings import Settings
 
@@ -114,7 +116,7 @@ class LocalEmbeddings(Embeddings):
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(order), _BATCH):
             idx = order[start : start + _BATCH]
-            encodings = self._tokenizer.encode_batch([texts[i] or " " for i in idx])
+            encodings = self._tokenizer.encode_batch([valid_text(texts[i]) or " " for i in idx])
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
             self.tokens_embedded += int(mask.sum())
@@ -148,7 +150,7 @@ class VoyageAdapter(Embeddings):
     def embed_array(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        arr = np.asarray(self._inner.embed_documents(list(texts)), dtype=np.float32)
+        arr = np.asarray(self._inner.embed_documents([valid_text(t) for t in texts]), np.float32)
         return arr / np.clip(np.linalg.norm(arr, axis=1, keepdims=True), 1e-12, None)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

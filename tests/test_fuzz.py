@@ -183,8 +183,6 @@ def test_the_reported_bad_inputs_are_one_sentence_each(home: Path, tmp_path: Pat
     header = tmp_path / "header.jsonl"
     header.write_text('{"kind": "octygraph-export", "version": {"major": 1}}\n')
     cases = [
-        (("search", b"caf\xe9"), None),
-        (("memory", "add", b"\xff\xfe broken"), None),
         (("memory", "import", str(latin1)), None),
         (("memory", "import", str(nested)), None),
         (("memory", "import", str(header)), None),

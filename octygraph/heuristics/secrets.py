@@ -15,6 +15,8 @@ import re
 from collections import Counter
 from typing import Any, Final
 
+from octygraph.utf8 import valid_text
+
 REDACTED: Final = "[REDACTED]"
 
 # Whole-match secrets: provider keys and tokens with a recognisable shape.
@@ -286,6 +288,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
     """
     if not text:
         return text, 0
+    text = valid_text(text)  # what is redacted gets written: lone surrogates cannot be
     count = 0
 
     def sub(pattern: re.Pattern[str], repl: str, value: str) -> str:

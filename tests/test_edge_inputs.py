@@ -1,0 +1,74 @@
+"""Edge inputs get a useful answer: lone surrogates, a huge working folder, a huge hook payload,
+and a bad import header.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from octygraph import hooks
+from octygraph.cli import app
+from octygraph.utf8 import valid_text
+from tests.conftest import cli_json, run_cli
+
+
+def _invoke(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+# --- lone surrogates ---------------------------------------------------------------------------
+
+
+def test_lone_surrogates_become_replacement_characters() -> None:
+    assert valid_text("Lisa \ud800 and \udcff") == "Lisa \ufffd and \ufffd"
+    assert valid_text("café 😀") == "café 😀"
+
+
+def test_search_run_and_add_work_on_a_lone_surrogate(home: Path) -> None:
+    """In process, as an MCP call or a test would pass it: the text reaches the embedder as is."""
+    _invoke("memory", "add", "Lisa runs the Friday release")
+    hits = json.loads(_invoke("search", "Lisa \ud800 release", "--json"))
+    assert hits and hits[0]["content"] == "Lisa runs the Friday release"
+    assert json.loads(_invoke("search", "\ud800", "--json")) is not None
+    out = json.loads(_invoke("run", "Who runs the \ud800 Friday release?", "--offline", "--json"))
+    assert "Lisa runs the Friday release" in out["context"]
+    stored = json.loads(_invoke("memory", "add", "Omar \ud800 owns billing", "--json"))
+    assert stored["content"] == "Omar \ufffd owns billing"
+
+
+def test_arguments_that_are_not_utf8_are_read_with_replacements(home: Path) -> None:
+    """From a real process: bytes that are not UTF-8 reach Python as lone surrogates."""
+    cli_json("memory", "add", "Lisa runs the Friday release", "--json")
+    for args in (
+        [b"search", b"Lisa \xed\xa0\x80 release \xff", b"--json"],
+        [b"run", b"Who runs the caf\xe9 Friday release?", b"--offline", b"--json"],
+    ):
+        result = subprocess.run(
+            [sys.executable.encode(), b"-m", b"octygraph", *args],
+            capture_output=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        assert b"Lisa runs the Friday release" in result.stdout
+
+
+def test_a_lone_surrogate_in_a_hook_prompt_is_answered(home: Path) -> None:
+    cli_json("memory", "add", "Lisa runs the Friday release", "--json")
+    payload = json.dumps(
+        {
+            "session_id": "s1",
+            "cwd": str(Path.cwd()),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "Who runs the \ud800 Friday release?",
+        }
+    ).encode()
+    out = json.loads(hooks.answer("prompt", payload))
+    assert "Lisa runs the Friday release" in out["hookSpecificOutput"]["additionalContext"]
+    assert run_cli("trace", "list").returncode == 0
