@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any
 from octygraph.claude import hook_io, manifest, modes
 from octygraph.private import private_mkdir
 from octygraph.sessions import SessionLog
-from octygraph.settings import Settings
+from octygraph.settings import Settings, is_folder
 
 if TYPE_CHECKING:
     from octygraph.runner import CheckpointerLease, OnAnswer
@@ -50,7 +50,7 @@ def degraded_notice(exc: BaseException, settings: Settings | None) -> str:
 
 
 def _settings(cwd: str | None, env: Mapping[str, str] | None = None) -> Settings:
-    folder = Path(cwd) if cwd and Path(cwd).is_dir() else None
+    folder = Path(cwd) if cwd and is_folder(cwd) else None
     return Settings.from_env(env=env, cwd=folder)
 
 

@@ -7,7 +7,10 @@ directory and then in its parent, as the Octybot configuration does. Secrets are
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,17 +144,42 @@ class ProjectPaths:
 
 
 def sanitize_project_id(raw: str) -> str:
-    """Make a project id safe as one folder name."""
+    """Make a project id safe as one folder name.
+
+    An id of up to 100 characters (and 200 bytes) is kept as it is; a longer one becomes its start
+    and a hash of the whole, so it stays short, stable and distinct from its neighbours.
+    """
     cleaned = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in raw.strip())
     cleaned = cleaned.strip(".-") or "default"
-    return cleaned[:100]
+    if len(cleaned) <= 100 and len(cleaned.encode("utf-8", "replace")) <= 200:
+        return cleaned
+    digest = hashlib.sha256(cleaned.encode("utf-8", "replace")).hexdigest()[:12]
+    start = cleaned.encode("utf-8", "replace")[:60].decode("utf-8", "ignore").strip(".-")
+    return f"{start}-{digest}" if start else digest
+
+
+def is_folder(path: str) -> bool:
+    """Whether `path` names a folder; one too long to look at ("File name too long") counts.
+
+    A hook's payload names its working folder; when the path is longer than the system lets a
+    program look at, it still names the project, and only its name is used.
+    """
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError as exc:
+        return exc.errno == errno.ENAMETOOLONG
+    except ValueError:
+        return False
 
 
 def git_root(folder: Path) -> Path | None:
     """The nearest folder at or above `folder` holding `.git` (a folder, or a worktree's file)."""
     for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return candidate
+        try:
+            if (candidate / ".git").exists():
+                return candidate
+        except OSError:
+            continue  # a path too long to look at ("File name too long"): no repository there
     return None
 
 

@@ -72,3 +72,60 @@ def test_a_lone_surrogate_in_a_hook_prompt_is_answered(home: Path) -> None:
     out = json.loads(hooks.answer("prompt", payload))
     assert "Lisa runs the Friday release" in out["hookSpecificOutput"]["additionalContext"]
     assert run_cli("trace", "list").returncode == 0
+
+
+# --- a working folder too long to look at ------------------------------------------------------
+
+
+def _deep_folder(root: Path) -> Path:
+    """A real folder whose absolute path is over 5,000 characters (made step by step)."""
+    import os
+
+    here = os.getcwd()
+    os.chdir(root)
+    try:
+        for _ in range(25):
+            os.mkdir("b" * 200)
+            os.chdir("b" * 200)
+    finally:
+        os.chdir(here)
+    return root.joinpath(*["b" * 200] * 25)
+
+
+def test_ordinary_project_ids_are_unchanged_and_long_ones_short_and_stable() -> None:
+    from octygraph.settings import sanitize_project_id
+
+    assert sanitize_project_id("my-project") == "my-project"
+    assert sanitize_project_id("Acme Billing (v2)") == "Acme-Billing--v2"
+    assert sanitize_project_id("x" * 100) == "x" * 100
+    long_id = sanitize_project_id("a" * 5000)
+    assert len(long_id.encode()) <= 100 and long_id == sanitize_project_id("a" * 5000)
+    assert long_id != sanitize_project_id("a" * 4999)
+    assert len(sanitize_project_id("項" * 90).encode()) <= 100  # 270 bytes would not be a file name
+
+
+def test_a_5000_character_working_folder_keeps_memory_on(home: Path, tmp_path: Path) -> None:
+    deep = _deep_folder(tmp_path)
+    assert len(str(deep)) > 5000
+    # The hook names the folder in its payload.
+    for prompt in ("Lisa runs the Friday release for Acme.", "Who runs the Friday release?"):
+        payload = {
+            "session_id": "s1",
+            "cwd": str(deep),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": prompt,
+        }
+        out = hooks.answer("prompt", json.dumps(payload).encode())
+    assert (
+        "Lisa runs the Friday release" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    )
+    [project] = (home / "projects").iterdir()
+    assert project.name.startswith("b" * 20) and len(project.name) < 100
+    assert not [p for p in project.rglob("*.json") if b"File name too long" in p.read_bytes()]
+    # The command line runs in it (got to one folder at a time, as no absolute path reaches it).
+    go = "import os, sys; [os.chdir('b' * 200) for _ in range(25)]; os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+    for args in (["memory", "add", "Omar owns billing"], ["search", "billing", "--json"]):
+        command = [sys.executable, "-c", go, "-m", "octygraph", *args]
+        result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+    assert "Omar owns billing" in result.stdout
