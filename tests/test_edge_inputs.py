@@ -4,6 +4,7 @@ and a bad import header.
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -129,3 +130,49 @@ def test_a_5000_character_working_folder_keeps_memory_on(home: Path, tmp_path: P
         result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert result.returncode == 0, result.stderr
     assert "Omar owns billing" in result.stdout
+
+
+# --- a hook payload over the stdin limit ----------------------------------------------------------
+
+
+def _prompt_payload(prompt: str, cwd: Path) -> bytes:
+    fields = {
+        "session_id": "big1",
+        "transcript_path": "/tmp/none.jsonl",
+        "cwd": str(cwd),
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt,
+    }
+    return json.dumps(fields).encode()
+
+
+def test_a_cut_payload_keeps_its_fields_and_the_prompts_first_part() -> None:
+    from octygraph.claude import hook_io
+
+    for filler in ("x ", 'é\\"q ', "😀 tail "):  # escapes and characters the cut may split
+        prompt = "Lisa runs the Friday release. " + filler * 600_000
+        raw = hook_io.read_stdin_bounded(io.BytesIO(_prompt_payload(prompt, Path("/w/p"))))
+        request = hook_io.parse_prompt_payload(raw)
+        assert request is not None and request.truncated, filler
+        assert (request.session_id, request.cwd) == ("big1", "/w/p")
+        assert prompt.startswith(request.prompt) and len(request.prompt) > 7000
+    stop = json.dumps(
+        {"hook_event_name": "Stop", "stop_hook_active": True, "last_assistant_message": "x" * 2**21}
+    ).encode()
+    assert hook_io.parse_stop_payload(hook_io.read_stdin_bounded(io.BytesIO(stop))) is None
+    # A cut payload that is not a JSON object is still nothing to do.
+    assert hook_io.parse_prompt_payload(b"x" * hook_io.STDIN_LIMIT) is None
+    assert hook_io.parse_prompt_payload(b"[" * hook_io.STDIN_LIMIT) is None
+
+
+def test_a_prompt_over_one_megabyte_is_run_on_its_first_part(home: Path) -> None:
+    from octygraph.claude import hook_io
+
+    cli_json("memory", "add", "Lisa runs the Friday release", "--json")
+    prompt = "Who runs the Friday release? " + "Here is the log: " + "line ok\n" * 200_000
+    payload = _prompt_payload(prompt, Path.cwd())
+    assert len(payload) > 1_000_000
+    raw = hook_io.read_stdin_bounded(io.BytesIO(payload))  # as the hook reads its stdin
+    answer = json.loads(hooks.answer("prompt", raw))["hookSpecificOutput"]["additionalContext"]
+    assert "Lisa runs the Friday release" in answer

@@ -140,7 +140,9 @@ def test_one_megabyte_input_is_bounded_and_fast() -> None:
     raw = read_stdin_bounded(io.BytesIO(payload))
     request = parse_prompt_payload(raw)
     assert len(raw) == 1_000_000
-    assert request is None  # cut input does not parse: no context, prompt still goes through
+    # Cut input no longer parses as a whole: its fields are read from the part kept.
+    assert request is not None and request.truncated and request.prompt == "x" * MAX_PROMPT_CHARS
+    assert request.session_id == PROMPT_PAYLOAD["session_id"]
     assert time.perf_counter() - start < 1.0
 
 

@@ -75,7 +75,7 @@ def read_stdin_bounded(stream: IO[Any], limit: int = STDIN_LIMIT) -> bytes:
 
     Args:
         stream: `sys.stdin` (text, its `.buffer` is used) or any binary stream.
-        limit: Byte cap. Longer input is cut (it will then not parse, which is the safe outcome).
+        limit: Byte cap. Longer input is cut; the parsers read the fields of the part kept.
 
     Returns:
         The bytes read, `b""` for a TTY, a closed stream or any read error.
@@ -103,15 +103,52 @@ def read_stdin_bounded(stream: IO[Any], limit: int = STDIN_LIMIT) -> bytes:
 
 
 def _load_object(raw: bytes) -> dict[str, Any] | None:
-    """Decode one JSON object from UTF-8 bytes, or None for anything else."""
+    """Decode one JSON object from UTF-8 bytes, or None for anything else.
+
+    A payload cut at `STDIN_LIMIT` no longer parses; its string fields are read from the part kept,
+    so a huge prompt still gets its first part run rather than being dropped.
+    """
     if not raw or b"\x00" in raw:
         return None
     try:
         text = raw.decode("utf-8-sig")
         data = json.loads(text)
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return None
+        return _cut_object(raw) if len(raw) >= STDIN_LIMIT else None
     return data if isinstance(data, dict) else None
+
+
+_FIELD = re.compile(r'"([a-z_]{1,40})"\s*:\s*(?="|true\b|false\b)')
+
+
+def _cut_object(raw: bytes) -> dict[str, Any] | None:
+    """The string and boolean fields of a JSON object cut short, the last one up to the cut."""
+    text = raw.decode("utf-8-sig", "ignore")  # the cut may split a character
+    if not text.lstrip().startswith("{"):
+        return None
+    data: dict[str, Any] = {}
+    decoder = json.JSONDecoder()
+    for match in _FIELD.finditer(text):
+        key, start = match.group(1), match.end()
+        if key in data:
+            continue
+        try:
+            data[key] = decoder.raw_decode(text, start)[0]
+        except ValueError:  # the string the cut fell in: keep what came before it
+            if text[start] == '"':
+                data[key] = _string_start(text[start + 1 :])
+    return data or None
+
+
+def _string_start(body: str) -> str:
+    """The value of a JSON string cut before its closing quote (an escape cut in two is dropped)."""
+    for drop in range(7):
+        try:
+            value = json.loads('"' + body[: len(body) - drop] + '"')
+        except ValueError:
+            continue
+        return value if isinstance(value, str) else ""
+    return ""
 
 
 def _text(value: Any) -> str:
