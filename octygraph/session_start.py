@@ -214,7 +214,8 @@ def build(
 
 
 def record_access(store: GraphStore, ids: Iterable[str]) -> None:
-    """Count one more use of each memory: `access_count` + 1 and `last_accessed` now, in its attributes."""
+    """Count one more use (given, or said again) of each memory: `access_count` + 1 and
+    `last_accessed` now, in its attributes."""
     now = utcnow()
     for node in store.get_nodes(list(dict.fromkeys(ids))):
         store.set_attributes(node.id, access_count=access_count(node) + 1, last_accessed=now)

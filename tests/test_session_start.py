@@ -16,6 +16,7 @@ from octygraph import session_start
 from octygraph.services import open_store
 from octygraph.settings import Settings
 from octygraph.store import Node
+from tests.conftest import run_cli
 from tests.test_hooks import hook, prompt_payload
 
 RULE = "From now on never push to main on Fridays"
@@ -136,6 +137,14 @@ def test_injected_memories_count_their_uses(claude_dir: Path) -> None:
     start("s2")
     (node,) = nodes()
     assert node.attributes["access_count"] == 2 and node.attributes["last_accessed"]
+
+
+def test_a_restated_rule_counts_a_use(claude_dir: Path) -> None:
+    for _ in range(2):
+        result = run_cli("run", "--offline", RULE)
+        assert result.returncode == 0, result.stderr
+    (node,) = nodes()
+    assert node.attributes["access_count"] == 1
 
 
 def test_loaded_files_follow_claude_code(tmp_path: Path) -> None:

@@ -161,6 +161,9 @@ def store_memory(
     for hit in store.search(clean, types=[node_type], limit=3, mode="vector"):
         if is_restatement(clean, hit.node.content, hit.cosine):
             existing = hit.node
+            from octygraph.session_start import record_access  # not at import: it needs the nodes
+
+            record_access(store, [existing.id])  # said again: it matters (ranks the start block)
             return ToolResult(
                 f"Already stored as [{existing.id}] {existing.content}; nothing new written."
             )
