@@ -3,7 +3,7 @@
 Builds (or reuses) a `noisy-large` project database, then times, for the no-LLM path: the first prompt
 of a new user and of a user with that database (no service running), the first prompt of a new user
 right after Claude Code's SessionStart hook (which starts the service), the warm prompt hook
-(p50/p90), the Stop and SessionStart hand-offs, and every hook call under each fault (a frozen
+(p50/p90), the Stop hand-off, the SessionStart answer, and every hook call under each fault (a frozen
 service, a killed one, a stale socket file, a read-only home), each against its budget.
 
 The package's bytecode is compiled first, as `pip install` does: a checkout run with
@@ -379,7 +379,7 @@ def run(db: Path, runs: int, budget_s: float) -> str:
                 f"{max(stop):.0f}",
             ],
             [
-                "session-start (hand-off)",
+                "session-start (answered by the service)",
                 *(f"{percentile(start, q):.0f}" for q in (0.5, 0.9)),
                 f"{max(start):.0f}",
             ],
