@@ -11,6 +11,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -260,6 +261,23 @@ class _NodeRecord(BaseModel):
             raise ValueError(f"unknown memory type {value!r}")
         return value
 
+    @field_validator("source")
+    @classmethod
+    def _known_source(cls, value: str) -> str:
+        if value not in ("user", "claude"):
+            raise ValueError(f"{_shown(value)} is not user or claude")
+        return value
+
+    @field_validator("created_at", "valid_from", "valid_until")
+    @classmethod
+    def _a_date(cls, value: str | None) -> str | None:
+        try:
+            if value is not None:
+                datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{_shown(value)} is not a date such as 2025-05-01") from None
+        return value
+
     def to_new_node(self) -> NewNode:
         allowed = SUBTYPES[self.type]
         if self.subtype is not None and allowed and self.subtype not in allowed:
@@ -347,6 +365,24 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield number, record
 
 
+def _shown(value: Any) -> str:
+    """A value as a message quotes it: JSON, at most 40 characters."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _check_version(version: Any) -> None:
+    """Refuse an export header whose version is not a version number this octygraph reads."""
+    whole = isinstance(version, int) or (isinstance(version, float) and version.is_integer())
+    if isinstance(version, bool) or not whole or version < 1:
+        raise ValueError(
+            f"its header gives version {_shown(version)}, not a version number such as "
+            f"{EXPORT_VERSION}"
+        )
+    if version > EXPORT_VERSION:
+        raise ValueError("it was written by a newer octygraph")
+
+
 def parse_jsonl(path: Path) -> ParsedExport:
     """Read and check a whole JSONL export before anything is written."""
     parsed = ParsedExport([], {}, [])
@@ -376,17 +412,21 @@ def parse_jsonl(path: Path) -> ParsedExport:
                 if not {edge.source_id, edge.target_id} & dropped:
                     parsed.edges.append(edge)
             elif kind == EXPORT_KIND:
-                if int(record.get("version", 0)) > EXPORT_VERSION:
-                    raise ValueError("it was written by a newer octygraph")
+                _check_version(record.get("version", EXPORT_VERSION))
+            elif kind is None:
+                raise ValueError(
+                    f"it has no kind; each line is a node, an edge or an {EXPORT_KIND}"
+                )
             else:
-                raise ValueError(f"unknown record kind {kind!r}")
+                raise ValueError(f"its kind {_shown(kind)} is not node, edge or {EXPORT_KIND}")
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ())) or "record"
+            reason = str(first["msg"]).removeprefix("Value error, ")
             raise TransferError(
-                f"Line {number} of {path.name} is not a valid {kind} record ({where}: {first['msg']})."
+                f"Line {number} of {path.name} is not a valid {kind} record ({where}: {reason})."
             ) from None
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, ArithmeticError) as exc:
             raise TransferError(
                 f"Line {number} of {path.name} cannot be imported: {exc}."
             ) from None

@@ -176,3 +176,47 @@ def test_a_prompt_over_one_megabyte_is_run_on_its_first_part(home: Path) -> None
     raw = hook_io.read_stdin_bounded(io.BytesIO(payload))  # as the hook reads its stdin
     answer = json.loads(hooks.answer("prompt", raw))["hookSpecificOutput"]["additionalContext"]
     assert "Lisa runs the Friday release" in answer
+
+
+# --- memory import of a bad file ------------------------------------------------------------------
+
+BAD_IMPORTS = {
+    '{"kind": "octygraph-export", "version": {"major": 1}}': 'gives version {"major": 1}',
+    '{"kind": "octygraph-export", "version": "abc"}': 'gives version "abc"',
+    '{"kind": "octygraph-export", "version": null}': "gives version null",
+    '{"kind": "octygraph-export", "version": NaN}': "gives version NaN",
+    '{"kind": "octygraph-export", "version": 1e400}': "gives version Infinity",
+    '{"kind": "octygraph-export", "version": 1.5}': "gives version 1.5",
+    '{"kind": "octygraph-export", "version": true}': "gives version true",
+    '{"kind": "octygraph-export", "version": 99}': "written by a newer octygraph",
+    '{"version": 1}': "has no kind",
+    '{"kind": ["node"]}': 'its kind ["node"] is not node, edge or octygraph-export',
+    '{"kind": "node", "id": "a", "type": "blah", "content": "x"}': "unknown memory type 'blah'",
+    '{"kind": "node", "id": "a", "type": "fact", "content": "x", "created_at": "yesterday"}': (
+        '"yesterday" is not a date'
+    ),
+    '{"kind": "node", "id": "a", "type": "plan", "content": "x", "valid_from": "soon"}': (
+        '"soon" is not a date'
+    ),
+    '{"kind": "node", "id": "a", "type": "fact", "content": "x", "source": "alien"}': (
+        '"alien" is not user or claude'
+    ),
+}
+
+
+def test_every_bad_import_is_one_plain_sentence(home: Path, tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    for line, said in BAD_IMPORTS.items():
+        path.write_text(line + "\n", encoding="utf-8")
+        result = run_cli("memory", "import", str(path))
+        err = result.stderr.strip()
+        assert result.returncode == 1 and len(err.splitlines()) == 1, (line, err)
+        assert err.startswith("Line 1 of bad.jsonl ") and said in err, (line, err)
+        assert "int()" not in err and "Value error" not in err and "Traceback" not in err
+    assert not (home / "projects").exists() or not list((home / "projects").rglob("memory.db"))
+    good = '{"kind": "octygraph-export", "version": 1}\n' + json.dumps(
+        {"kind": "node", "id": "n1", "type": "fact", "content": "Omar owns billing.",
+         "created_at": "2025-05-01 12:00:00", "source": "claude"}
+    )  # fmt: skip
+    path.write_text(good + "\n", encoding="utf-8")
+    assert run_cli("memory", "import", str(path)).returncode == 0
