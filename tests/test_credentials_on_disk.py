@@ -209,3 +209,27 @@ def test_no_credential_shape_reaches_disk(
         # The pipeline's storage gate may pass over a command line; what it stores keeps the rest.
         assert len(kept) >= 8, contents
         assert list(settings.paths.debug_dir.glob("*.json")) and settings.paths.checkpoints.exists()
+
+
+def test_a_spooled_hook_request_holds_no_key(tmp_path: Path) -> None:
+    """A Stop hook no service took waits in the spool: its environment's keys are not written."""
+    from octygraph.service import client, server
+    from octygraph.service.protocol import ServicePaths
+
+    keys = {
+        "OPENROUTER_API_KEY": "sk-or-v1-" + "Q7x" * 16,
+        "OCTY_DATABASE_URL": "postgresql://app:Zr6tQ1mW8pK@db.acme.io/app",
+        "LANGSMITH_API_KEY": "lsv2_pt_" + "9Kq" * 12,
+    }
+    raw = json.dumps({"hook_event_name": "Stop", "last_assistant_message": "Done."}).encode()
+    env = {"OCTYBOT_HOME": str(tmp_path), "ANTHROPIC_BASE_URL": "http://b", **keys}
+    assert client.spool(tmp_path, client.hook_request("stop", raw, env, 0.0)) is not None
+    [spooled] = ServicePaths(tmp_path).spool_dir.glob("*.json")
+    data = spooled.read_bytes()
+    assert not [name for name, value in keys.items() if value.encode() in data]
+    message = json.loads(data)
+    assert message["secrets_left_out"] == sorted(keys)
+    # The service, started with the client's environment, puts its own values back.
+    server.with_own_secrets(message, {**keys, "VOYAGE_API_KEY": "not asked for"})
+    assert message["env"]["OPENROUTER_API_KEY"] == keys["OPENROUTER_API_KEY"]
+    assert "VOYAGE_API_KEY" not in message["env"]

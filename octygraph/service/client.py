@@ -350,6 +350,22 @@ def hook_request(
     }
 
 
+def at_rest(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A request as the spool keeps it on disk: without the values of secret settings (API keys,
+    the database URL). Their names are kept, for the service to put its own values back."""
+    from octygraph.setting_table import SECRET_NAMES
+
+    kept = dict(message)
+    left_out: set[str] = set()
+    for key in ("env", "process_env"):
+        values = kept.get(key)
+        if isinstance(values, dict):
+            left_out |= {name for name in values if name in SECRET_NAMES}
+            kept[key] = {k: v for k, v in values.items() if k not in SECRET_NAMES}
+    kept["secrets_left_out"] = sorted(left_out)
+    return kept
+
+
 def spool(home: Path, message: Mapping[str, Any]) -> Path | None:
     """Keep a hand-off request for the service to work through when it (next) runs; None if impossible."""
     import json
@@ -361,7 +377,7 @@ def spool(home: Path, message: Mapping[str, Any]) -> Path | None:
         tmp = folder / f".{name}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(dict(message), f)
+            json.dump(at_rest(message), f)
         final = folder / f"{name}.json"
         os.replace(tmp, final)
         return final

@@ -26,7 +26,7 @@ import stat
 import struct
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,17 @@ HANDED_IDS = 10_000
 HOOK_EVENTS = ("prompt", "stop", "session-start")
 HANDOFF_EVENTS = ("stop", "session-start")
 """Session-start is still taken as a hand-off from older clients and their spooled requests."""
+
+
+def with_own_secrets(message: dict[str, Any], own: Mapping[str, str]) -> None:
+    """Put back, from the service's environment, the secret settings a spooled request left out.
+
+    The spool never holds a key (`client.at_rest`); the service was started with the client's
+    environment, so its own values are the ones the request was made with.
+    """
+    left_out, env = message.get("secrets_left_out"), message.get("env")
+    if isinstance(left_out, list) and isinstance(env, dict):
+        env.update({n: own[n] for n in left_out if isinstance(n, str) and n in own})
 
 
 class _Notifier:
@@ -360,6 +371,7 @@ class Service:
                 continue
             # The spool is worked through with this service's code, whatever client wrote it.
             message["elapsed_s"] = 0.0
+            with_own_secrets(message, os.environ)
             started += self._in_background(message)
         if started:
             self.spooled += started
