@@ -21,7 +21,7 @@ from octygraph.heuristics.secrets import is_secret_name, redact_secrets
 from octygraph.settings import Settings
 from octygraph.store import MemoryStore
 from tests.security_corpus import Secret
-from tests.test_security import cli, leaks, prompt_payload
+from tests.test_security import cli, leaks, prompt_payload, stop_payload
 
 
 class Shape(NamedTuple):
@@ -74,6 +74,12 @@ SHAPES = (
         "For Acme Billing we connect with mysql -u root -pKp4vN8xQ2z billing",
         "Kp4vN8xQ2z",
         "mysql -u root -p[REDACTED] billing",
+    ),
+    Shape(
+        "mysql-p-quoted",
+        "The Acme Billing dump runs mysqldump -u root -p'Secret Pass9' billing",
+        "Secret Pass9",
+        "mysqldump -u root -p'[REDACTED]' billing",
     ),
     Shape(
         "password-flag",
@@ -173,7 +179,7 @@ def _import_file(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("path_name", ["run", "prompt-hook", "memory-add", "import"])
+@pytest.mark.parametrize("path_name", ["run", "prompt-hook", "stop-hook", "memory-add", "import"])
 def test_no_credential_shape_reaches_disk(
     path_name: str, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -184,6 +190,10 @@ def test_no_credential_shape_reaches_disk(
     elif path_name == "prompt-hook":
         for i, shape in enumerate(SHAPES):
             hooks.answer("prompt", prompt_payload(shape.text, Path.cwd(), f"c{i % 2}"))
+    elif path_name == "stop-hook":
+        for i, shape in enumerate(SHAPES):
+            reply = f"I set up the nightly job. {shape.text} I also updated the README."
+            hooks.answer("stop", stop_payload(reply, Path.cwd(), f"c{i % 2}"))
     elif path_name == "memory-add":
         for shape in SHAPES:
             # The password offered as an entity too: it must not become one.
@@ -205,6 +215,8 @@ def test_no_credential_shape_reaches_disk(
     kept = [s.name for s in SHAPES if any(s.kept in c for c in contents)]
     if path_name in ("memory-add", "import"):
         assert kept == [s.name for s in SHAPES]  # stored as given, less the password
+    elif path_name == "stop-hook":
+        pass  # the Stop hook stores what the assistant did, not the settings it mentions
     else:
         # The pipeline's storage gate may pass over a command line; what it stores keeps the rest.
         assert len(kept) >= 8, contents

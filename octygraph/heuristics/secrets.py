@@ -124,15 +124,16 @@ _NOT_A_VALUE: Final = frozenset(
 # (`docker run -p 8080:80`, `pytest -p no:cacheprovider`, `ssh -p 2222` keep theirs).
 _CMD_END: Final = r"[^\n|;&]{0,200}?\s"
 _MYSQL: Final = r"\b(?:mysql\w*|mariadb[\w-]*)\b"
-_FLAG_ATTACHED: Final = re.compile(rf"({_MYSQL}{_CMD_END}-p)(?=[^\s-])(\S+)")  # mysql -psecret
+_FLAG_VALUE: Final = r"(?=[^\s-])(\"[^\"\n]*\"|'[^'\n]*'|\S+)"
+_FLAG_ATTACHED: Final = re.compile(rf"({_MYSQL}{_CMD_END}-p){_FLAG_VALUE}")  # mysql -psecret
 _FLAG_SPACED: Final = re.compile(
     rf"(\b(?:sshpass|mongo\w*|(?:docker|podman|buildah|skopeo|nerdctl)\s+login)\b{_CMD_END}-p\s+"
     rf"|\b(?:plink|pscp|psftp)\b{_CMD_END}-pw\s+|\bredis-cli\b{_CMD_END}-a\s+"
-    r"|--pass(?:word|wd)?(?:\s+|=))(?=[^\s-])(\S+)"
+    rf"|--pass(?:word|wd)?(?:\s+|=)){_FLAG_VALUE}"
 )
 # `mysql -p name` names a database after prompting for the password: a value there is a password
 # only when it looks like one (`mysql -u root -p s3cr3tPass`).
-_MYSQL_SPACED: Final = re.compile(rf"({_MYSQL}{_CMD_END}-p\s+)(?=[^\s-])(\S+)")
+_MYSQL_SPACED: Final = re.compile(rf"({_MYSQL}{_CMD_END}-p\s+){_FLAG_VALUE}")
 # A user and password pair: `admin / Hunter2x!`, `deploy:s3cr3tPass`, `root:pw@host`.
 _PAIR: Final = re.compile(
     r"(?<![\w/:@.$%-])([A-Za-z][\w.@+-]{0,63}(?:\s+/\s+|/|:))([^\s/:'\"@]{4,}?)(?=[.,;)]*(?:\s|$))"
