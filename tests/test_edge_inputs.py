@@ -220,3 +220,14 @@ def test_every_bad_import_is_one_plain_sentence(home: Path, tmp_path: Path) -> N
     )  # fmt: skip
     path.write_text(good + "\n", encoding="utf-8")
     assert run_cli("memory", "import", str(path)).returncode == 0
+
+
+def test_the_prompt_hook_command_answers_a_payload_over_one_megabyte(home: Path) -> None:
+    """The real `octygraph hook prompt`: stdin is read to its limit and the cut payload still runs."""
+    cli_json("memory", "add", "Lisa runs the Friday release", "--json")
+    prompt = "Who runs the Friday release? " + "Here is the log: " + "line ok\n" * 200_000
+    payload = _prompt_payload(prompt, Path.cwd())
+    result = run_cli("hook", "prompt", input=payload, env={"OCTY_HOOK_BUDGET_S": "20"})
+    assert result.returncode == 0, result.stderr
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Lisa runs the Friday release" in context
