@@ -245,3 +245,21 @@ def test_a_spooled_hook_request_holds_no_key(tmp_path: Path) -> None:
     server.with_own_secrets(message, {**keys, "VOYAGE_API_KEY": "not asked for"})
     assert message["env"]["OPENROUTER_API_KEY"] == keys["OPENROUTER_API_KEY"]
     assert "VOYAGE_API_KEY" not in message["env"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("password: secret", "password: [REDACTED]"),
+        ("PGPASSWORD=secret psql", "PGPASSWORD=[REDACTED] psql"),
+        ("sshpass -p secret ssh deploy@bastion", "sshpass -p [REDACTED] ssh deploy@bastion"),
+        ("psql --password secret", "psql --password [REDACTED]"),
+        ('the password is "secret"', "the password is [REDACTED]"),
+        # "secret" as a word, and where a password is kept, stay.
+        ("the password is secret", "the password is secret"),
+        ("password: stored in the vault", "password: stored in the vault"),
+        ("password: none", "password: none"),
+    ],
+)
+def test_the_word_secret_as_a_value(text: str, expected: str) -> None:
+    assert redact_secrets(text)[0] == expected

@@ -263,7 +263,11 @@ def _labelled(match: re.Match[str]) -> str:
     label, value = match.group(1), match.group(2)
     bare = value.strip("\"'.,;")
     is_phrase = re.search(r"(?i)\b(?:is|was)\s*$", label) is not None
-    if _plain_value(bare):
+    if value[:1] in "\"'":  # a quoted word is the value itself: 'the password is "secret"'
+        plain = _assigned_plain(bare)
+    else:
+        plain = _plain_value(bare) and (is_phrase or bare.lower() != "secret")
+    if plain:
         return match.group(0)
     if is_phrase and value[:1] not in "\"'":
         # After "is", only redact what looks like a secret, not an ordinary word.
@@ -304,9 +308,15 @@ def redact_secrets(text: str) -> tuple[str, int]:
         def repl(match: re.Match[str]) -> str:
             nonlocal count
             secret = match.group(2)
-            # After `=` or a password flag the value is the value: "secret" itself is one.
-            assigned = flag or match.group(1).rstrip(" \"'").endswith("=")
-            plain = _assigned_plain(secret) if assigned and not test else _plain_value(secret)
+            # After `=` or a password flag the value is the value: "secret" itself is one; after a
+            # colon too, though "password: stored in the vault" says where it is.
+            sep = match.group(1).rstrip(" \"'")[-1:]
+            if test:
+                plain = _plain_value(secret)
+            elif flag or sep == "=":
+                plain = _assigned_plain(secret)
+            else:
+                plain = _plain_value(secret) and secret.strip("\"'").lower() != "secret"
             if plain or (test and not _secret_like(secret)):
                 return match.group(0)
             count += 1
