@@ -7,6 +7,7 @@ and every edge (`"kind": "edge"`), ids included. Importing it is idempotent: nod
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from collections.abc import Iterator
@@ -102,9 +103,20 @@ def edge_record(edge: Edge) -> dict[str, Any]:
     }
 
 
+def _exported_nodes(store: AdminStore) -> list[Node]:
+    """Every node as an export writes it: redacted again, so a memory stored before the redaction
+    learned a shape ("login is admin / Hunter2x!") does not carry it into the file."""
+    return [
+        dataclasses.replace(
+            n, content=redact_secrets(n.content)[0], attributes=redact_deep(n.attributes)
+        )
+        for n in store.iter_all()
+    ]
+
+
 def export_jsonl(store: AdminStore, out: TextIO) -> tuple[int, int]:
     """Write every node and edge as JSON lines, after a header; returns (nodes, edges)."""
-    nodes = list(store.iter_all())
+    nodes = _exported_nodes(store)
     edges = store.all_edges()
     header = {
         "kind": EXPORT_KIND,
@@ -124,7 +136,7 @@ def export_jsonl(store: AdminStore, out: TextIO) -> tuple[int, int]:
 
 def export_markdown(store: AdminStore, out: TextIO, *, title: str) -> tuple[int, int]:
     """Write a Markdown page for people: grouped by type, then by the entity each memory is about."""
-    nodes = list(store.iter_all())
+    nodes = _exported_nodes(store)
     edges = store.all_edges()
     by_id = {n.id: n for n in nodes}
     linked: dict[str, list[str]] = defaultdict(list)  # memory id -> entity ids, in edge order

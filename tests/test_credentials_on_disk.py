@@ -263,3 +263,21 @@ def test_a_spooled_hook_request_holds_no_key(tmp_path: Path) -> None:
 )
 def test_the_word_secret_as_a_value(text: str, expected: str) -> None:
     assert redact_secrets(text)[0] == expected
+
+
+def test_an_export_redacts_memories_stored_before_redaction_knew_their_shape(
+    home: Path, tmp_path: Path
+) -> None:
+    """A memory written by an older octygraph may still hold a password: exports leave it out."""
+    from octygraph.embeddings import local_embeddings
+
+    settings = Settings.from_env()
+    settings.paths.ensure()
+    with MemoryStore.open(settings.paths.db, local_embeddings()) as store:
+        store.add_node("fact", SHAPES[0].text, attributes={"note": SHAPES[2].text})
+    for fmt in ("jsonl", "markdown"):
+        out = tmp_path / f"all.{fmt}"
+        cli("memory", "export", "--format", fmt, "--output", str(out))
+        text = out.read_text(encoding="utf-8")
+        assert SHAPES[0].secret not in text and SHAPES[2].secret not in text
+        assert SHAPES[0].kept in text
