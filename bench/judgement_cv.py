@@ -1,0 +1,178 @@
+"""What octygraph stores of real prompts, judged leave-project-out over every shared real project.
+
+    python bench/judgement_cv.py                 # the shipped procedure, per project and pooled
+    python bench/judgement_cv.py --landed        # also the storage filter as it runs now, on the same prompts
+
+For each project of `../shared/data/realtraffic-dev` and `realtraffic-train` in turn, the storage verdict
+is fitted (`training/train_verdict.fit`: bars chosen by cross-validation over the other projects)
+on every other project, and scored on the one left out: what its prompts would store. The figures are
+the real-traffic scorer's (`../shared/tools/realtraffic.py`): false-store (store=false prompts that
+store anything), store recall (labelled memories covered by what their prompt stored), junk (stored
+items that express no labelled memory), for active memories and, beside them, with the candidates
+(unsure statements) counted as stored. Intervals: 95%, resampling sessions. None of these figures is
+measured on a project the verdict was fitted on; `--landed` runs the storage filter whose verdict
+shipped, which was fitted on all of them (so its figures are in-sample for the verdict's last layer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from training.real_prompts import Prompt, load_prompts, load_written, stored_figures
+from training.train_verdict import fit, kept
+
+RESAMPLES = 1000
+SEED = 11
+
+
+def stored_texts(prompt: Prompt, segments: tuple[int, ...], whole: bool) -> list[str]:
+    """The item texts stored: the prose whole (one item), or each chosen segment."""
+    if whole or len(segments) > 1:
+        return [" ".join(prompt.segments[i] for i in segments)]
+    return [prompt.segments[i] for i in segments]
+
+
+def leave_project_out(
+    prompts: list[Prompt], written: list[Prompt]
+) -> tuple[list[list[str]], list[list[str]], list[list[str]]]:
+    """Per prompt, what is stored as active memories, with the candidates beside them, and as active
+    memories where the forms' refusals hold too; each project scored by the verdict fitted without it."""
+    active: list[list[str]] = [[] for _ in prompts]
+    candidate: list[list[str]] = [[] for _ in prompts]
+    unrefused: list[list[str]] = [[] for _ in prompts]
+    projects = sorted({p.project for p in prompts})
+    for held in track(projects, description="leave-project-out"):
+        verdict = fit([p for p in prompts if p.project != held] + written)
+        for i, prompt in enumerate(prompts):
+            if prompt.project != held or (k := kept(verdict, prompt)) is None:
+                continue
+            texts = stored_texts(prompt, k.segments, k.whole)
+            candidate[i] = texts
+            if k.active:
+                active[i] = texts
+            k = kept(verdict, prompt, forms=True)
+            if k is not None and k.active:
+                unrefused[i] = stored_texts(prompt, k.segments, k.whole)
+    return active, candidate, unrefused
+
+
+def landed(prompts: list[Prompt]) -> list[list[str]]:
+    """What the storage filter's hand-written forms store of each prompt (item texts), without the
+    learned verdict."""
+    from octygraph.heuristics.storage import filter_storage
+
+    return [
+        [item.content for item in filter_storage(p.text, project="project", learned=False).items]
+        for p in track(prompts, description="landed filter")
+    ]
+
+
+def interval(
+    prompts: list[Prompt], stored: list[list[str]], key: str, rng: np.random.Generator
+) -> tuple[float, float]:
+    """95% interval of a pooled figure, resampling sessions with replacement."""
+    by_session: dict[str, list[int]] = defaultdict(list)
+    for i, p in enumerate(prompts):
+        by_session[p.session].append(i)
+    sessions = list(by_session)
+    values = []
+    for _ in range(RESAMPLES):
+        pick = rng.integers(0, len(sessions), len(sessions))
+        idx = [i for j in pick for i in by_session[sessions[j]]]
+        values.append(stored_figures([prompts[i] for i in idx], [stored[i] for i in idx])[key])
+    lo, hi = np.percentile(values, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def report(
+    console: Console, prompts: list[Prompt], systems: dict[str, list[list[str]]], resamples: bool
+) -> None:
+    projects = sorted({p.project for p in prompts})
+    table = Table(title="Per project (held out), % : false-store / store recall / junk")
+    table.add_column("project")
+    table.add_column("prompts", justify="right")
+    for name in systems:
+        table.add_column(name, justify="right")
+    for project in projects:
+        idx = [i for i, p in enumerate(prompts) if p.project == project]
+        cells = []
+        for stored in systems.values():
+            f = stored_figures([prompts[i] for i in idx], [stored[i] for i in idx])
+            cells.append(f"{f['false_store']:.0f} / {f['store_recall']:.0f} / {f['junk']:.0f}")
+        table.add_row(project, str(len(idx)), *cells)
+    console.print(table)
+    splits = {"all": prompts}
+    splits["development split"] = [p for p in prompts if p.split == "dev"]
+    splits["training set"] = [p for p in prompts if p.split == "train"]
+    for split, chosen in splits.items():
+        _pooled(console, split, chosen, prompts, systems, resamples)
+
+
+def _pooled(
+    console: Console,
+    split: str,
+    chosen: list[Prompt],
+    prompts: list[Prompt],
+    systems: dict[str, list[list[str]]],
+    resamples: bool,
+) -> None:
+    index = {id(p): i for i, p in enumerate(prompts)}
+    idx = [index[id(p)] for p in chosen]
+    projects = {p.project for p in chosen}
+    systems = {name: [stored[i] for i in idx] for name, stored in systems.items()}
+    prompts = chosen
+    pooled = Table(
+        title=f"{split}: pooled over {len(projects)} projects, {len(prompts)} real prompts"
+    )
+    pooled.add_column("system")
+    for key in ("false_store", "store_recall", "junk"):
+        pooled.add_column(key.replace("_", "-") + " %", justify="right")
+    pooled.add_column("items", justify="right")
+    rng = np.random.default_rng(SEED)
+    for name, stored in systems.items():
+        f = stored_figures(prompts, stored)
+        cells = []
+        for key in ("false_store", "store_recall", "junk"):
+            if resamples:
+                lo, hi = interval(prompts, stored, key, rng)
+                cells.append(f"{f[key]:.1f} ({lo:.1f}-{hi:.1f})")
+            else:
+                cells.append(f"{f[key]:.1f}")
+        pooled.add_row(name, *cells, f"{f['items']:.0f}")
+    console.print(pooled)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--landed", action="store_true", help="also score the storage filter as it runs now"
+    )
+    ap.add_argument("--no-intervals", action="store_true", help="skip the session resampling")
+    args = ap.parse_args()
+    console = Console()
+    prompts = load_prompts()
+    active, candidate, unrefused = leave_project_out(prompts, load_written())
+    systems = {"verdict (active)": active, "verdict (+candidates)": candidate}
+    if args.landed:
+        rules = landed(prompts)
+        systems["forms"] = rules
+        systems["forms + verdict"] = [r or a for r, a in zip(rules, active, strict=True)]
+        systems["forms + verdict, refusals hold (shipped)"] = [
+            r or a for r, a in zip(rules, unrefused, strict=True)
+        ]
+    report(console, prompts, systems, not args.no_intervals)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,262 @@
+"""The storage verdict: one learned probability per segment that decides what of a message is stored.
+
+The storage gate (`gate`) reads a segment alone and was fitted on written sets. Real prompts differ: a
+durable fact sits in the middle of a pasted traceback, a standing preference is said in passing inside
+a task. The verdict is a logistic layer fitted on real labelled prompts of many projects
+(`training/train_verdict.py`), over what is known of a segment in its message: the gate's log-odds,
+the sentence vector, the shape features, the former hand-written keep and refuse forms as features it
+weighs, and where the segment stands in its message. Its probability decides; above `active_bar` a
+segment is stored, between `candidate_bar` and `active_bar` it is an unsure statement.
+Hard refusals stay outside it, for safety only (`heuristics.storage._refusal`).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from octygraph.heuristics.analysis import Sentence
+from octygraph.heuristics.forms import (
+    ABOUT_THE_CONVERSATION,
+    GO_AHEAD,
+    GUESS,
+    REFERS_BACK,
+    STATED_DECISION,
+    WISH_FOR_THE_TASK,
+    explicit_kind,
+)
+from octygraph.judgement.linear import Logistic, ModelFileError, load_logistic, model_arrays
+
+VERDICT_FILE: Final = "storage_verdict.npz"
+
+FORM_NAMES: Final = (
+    "explicit_rule",
+    "explicit_other",
+    "go_ahead",
+    "guess",
+    "wish_for_task",
+    "about_conversation",
+    "stated_decision",
+    "refers_back",
+    "question",
+    "hypothetical",
+    "greeting",
+    "request",
+    "imperative",
+    "strong_rule",
+    "rule",
+    "ban",
+    "correction",
+    "past",
+    "future",
+    "opinion",
+    "dated",
+    "anchored",
+    "vague",
+    "entities",
+)
+CONTEXT_NAMES: Final = (
+    "gate_logit",
+    "message_prose_segments",
+    "message_machine_segments",
+    "message_chars",
+    "position",
+    "first_segment",
+    "clause_of_sentence",
+)
+
+
+def form_features(s: Sentence) -> list[float]:
+    """The former keep and refuse forms of `heuristics.forms` and the sentence analysis, as 0/1."""
+    kind = explicit_kind(s.body, "fact")
+    flags = [
+        kind == "rule",
+        kind is not None and kind != "rule",
+        GO_AHEAD.search(s.body) is not None,
+        GUESS.search(s.body) is not None,
+        WISH_FOR_THE_TASK.search(s.body) is not None,
+        ABOUT_THE_CONVERSATION.search(s.body) is not None,
+        STATED_DECISION.search(s.body) is not None,
+        REFERS_BACK.search(s.body) is not None,
+        s.question,
+        s.hypothetical,
+        s.greeting,
+        s.request,
+        s.imperative,
+        s.strong_rule,
+        s.rule,
+        s.ban,
+        s.correction,
+        s.past,
+        s.future,
+        s.opinion,
+        s.date is not None,
+        s.anchored,
+        s.vague,
+        bool(s.entities),
+    ]
+    return [float(f) for f in flags]
+
+
+@dataclass(frozen=True)
+class SegmentView:
+    """What the verdict reads of one prose segment besides its vector."""
+
+    sentence: Sentence
+    gate_p: float
+    clause: bool
+    """The segment is one clause of a longer sentence."""
+
+
+def context_features(
+    views: Sequence[SegmentView], machine_segments: int, message_chars: int
+) -> np.ndarray:
+    """Per prose segment: the gate's log-odds and where the segment stands in its message."""
+    n = len(views)
+    rows = []
+    for i, view in enumerate(views):
+        p = min(max(view.gate_p, 1e-4), 1 - 1e-4)
+        rows.append(
+            [
+                math.log(p / (1 - p)),
+                math.log1p(n),
+                math.log1p(machine_segments),
+                math.log1p(message_chars) / 10.0,
+                i / max(1, n - 1),
+                float(i == 0),
+                float(view.clause),
+            ]
+        )
+    return np.asarray(rows, dtype=np.float32).reshape(n, len(CONTEXT_NAMES))
+
+
+def verdict_features(
+    views: Sequence[SegmentView],
+    vectors: np.ndarray,
+    shapes: np.ndarray,
+    machine_segments: int,
+    message_chars: int,
+) -> np.ndarray:
+    """The verdict's input rows, one per prose segment: context, forms, shape, then the vector."""
+    forms = np.asarray([form_features(v.sentence) for v in views], dtype=np.float32)
+    context = context_features(views, machine_segments, message_chars)
+    return np.hstack(
+        [context, forms.reshape(len(views), len(FORM_NAMES)), shapes, vectors.astype(np.float32)]
+    )
+
+
+FORM_SCALE: Final = 1 / 0.3
+"""The context and form columns are divided by this; the unit-length sentence vectors are left as they
+are. Standardising every column let the model fit noise in near-constant vector dimensions, and cost a
+tenth of the leave-project-out AUC (0.69 against 0.80, `bench/README.md`)."""
+WHOLE_PROSE_CHARS: Final = 500
+"""A kept message whose prose is at most this long is stored whole: its durable part is most often
+said together with what explains it. A longer one keeps its likeliest segment (storing the two
+likeliest instead kept 2 points more memories for 8 points more junk, leave-project-out)."""
+
+
+MESSAGE_CHARS: Final = 2000
+"""The message vector reads this much of it (the local model reads 256 tokens at most anyway)."""
+
+
+def message_text(message: str) -> str:
+    """The part of a message its vector is computed from."""
+    return message[:MESSAGE_CHARS]
+
+
+def message_row(rows: np.ndarray, message_vector: np.ndarray) -> np.ndarray:
+    """The message layer's input: the largest value of each context and form column over the
+    message's prose segments, then the whole message's vector."""
+    named = len(CONTEXT_NAMES) + len(FORM_NAMES)
+    pooled = rows[:, :named].max(axis=0) if len(rows) else np.zeros(named, np.float32)
+    return np.concatenate([pooled, message_vector.astype(np.float32)])
+
+
+def segment_rows(rows: np.ndarray) -> np.ndarray:
+    """The segment layer's input: the context and form columns, then the segment's vector."""
+    named = len(CONTEXT_NAMES) + len(FORM_NAMES)
+    return np.hstack([rows[:, :named], rows[:, -VECTOR_DIMS:]])
+
+
+VECTOR_DIMS: Final = 384
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What the verdict keeps of one message."""
+
+    probability: float
+    """The message layer's probability that the message states something lasting."""
+    active: bool
+    """At or above the active bar: stored and used; else an unsure statement (a candidate)."""
+    segments: tuple[int, ...]
+    """Indices of the prose segments stored, in order; all of them when the prose is stored whole."""
+    whole: bool
+
+
+class StorageVerdict:
+    """The two fitted layers and the bars."""
+
+    def __init__(
+        self, message: Logistic, segment: Logistic, active_bar: float, candidate_bar: float
+    ) -> None:
+        self.message = message
+        """Does the message state something lasting (whole-message vector, pooled forms)?"""
+        self.segment = segment
+        """Which of its segments says it (per-segment vector and forms)?"""
+        self.active_bar = active_bar
+        self.candidate_bar = candidate_bar
+
+    @classmethod
+    def load(cls) -> StorageVerdict:
+        arrays = model_arrays(VERDICT_FILE)
+        try:
+            bars = arrays["bars"]
+        except KeyError as exc:
+            raise ModelFileError("The verdict file lacks its bars; reinstall octygraph.") from exc
+        return cls(
+            load_logistic(arrays, "message"),
+            load_logistic(arrays, "segment"),
+            float(bars[0]),
+            float(bars[1]),
+        )
+
+    def keep(
+        self,
+        rows: np.ndarray,
+        message_vector: np.ndarray,
+        prose: Sequence[str],
+        refused: Sequence[bool],
+    ) -> Kept | None:
+        """What of a message to store, or None below the candidate bar. `rows` are the prose
+        segments' `verdict_features`; refused segments (safety) are never stored."""
+        allowed = [i for i, r in enumerate(refused) if not r]
+        if not allowed:
+            return None
+        p = float(self.message.proba(message_row(rows, message_vector)[None, :])[0])
+        if p < self.candidate_bar:
+            return None
+        if sum(len(prose[i]) for i in allowed) <= WHOLE_PROSE_CHARS:
+            chosen, whole = tuple(allowed), len(allowed) == len(prose)
+        else:
+            seg_p = np.asarray(self.segment.proba(segment_rows(rows[allowed])), dtype=np.float64)
+            chosen, whole = (allowed[int(np.argmax(seg_p))],), False
+        return Kept(p, p >= self.active_bar, chosen, whole)
+
+
+_VERDICT: StorageVerdict | None = None
+_LOCK = threading.Lock()
+
+
+def storage_verdict() -> StorageVerdict:
+    """The process-wide verdict (loaded on first use)."""
+    global _VERDICT
+    with _LOCK:
+        if _VERDICT is None:
+            _VERDICT = StorageVerdict.load()
+        return _VERDICT
