@@ -302,6 +302,7 @@ def filter_storage(
     judged: Sequence[Judged] | None = None,
     assistant: bool = False,
     project: str | None = None,
+    learned: bool = True,
 ) -> StorageDecision:
     """Decide what in a message is worth storing: only its durable segments, in the speaker's words.
 
@@ -320,6 +321,7 @@ def filter_storage(
         judged: The gate's verdicts when the caller already has them (default: judge now).
         assistant: The text is the assistant's reply: only lasting outcomes count.
         project: The project id, to resolve "this repo" in stored text.
+        learned: Ask the learned verdict when the forms keep nothing (off only to measure the forms).
 
     Returns:
         The decision: `store` is true when at least one item was found.
@@ -334,6 +336,7 @@ def filter_storage(
     kept: set[int] = set()  # the segments that made an item
     skipped: list[str] = []
     sentences = [analyze(verdict.text, today, gazetteer) for verdict in judged]
+    gate_verdicts = judged
     if not assistant:
         judged, sentences = _whole_statements(judged, sentences, today, gazetteer)
     # "Our CTO is Mina Okafor. She approves ..." : the second sentence is about Mina Okafor too.
@@ -371,6 +374,10 @@ def filter_storage(
         item = _item(sentence, entity_names, kind, classification, today, assistant, project)
         candidates.append((verdict.durable, item))
         kept.add(i)
+    if learned and not candidates and not assistant:
+        candidates = _verdict_items(
+            prompt, gate_verdicts, classification, today, gazetteer, project
+        )
     cap = MAX_REPLY_ITEMS if assistant else MAX_ITEMS
     items = _most_probable(_dedup(candidates), cap)
     if items:
@@ -381,6 +388,54 @@ def filter_storage(
     else:
         reason = "Nothing to store: empty message."
     return StorageDecision(store=bool(items), reason=reason, items=items)
+
+
+def _verdict_items(
+    message: str,
+    judged: Sequence[Judged],
+    classification: Classification | None,
+    today: date,
+    gazetteer: Gazetteer,
+    project: str | None,
+) -> list[tuple[float, StorageItem]]:
+    """What the learned storage verdict (`judgement.verdict`) keeps of a message the forms kept
+    nothing of: the prose whole when short, else its likeliest segment, never a segment a form
+    refuses. Only active verdicts count."""
+    from octygraph.judgement.gate import gate_features
+    from octygraph.judgement.segments import Segment
+    from octygraph.judgement.vectors import cached_local_embed
+    from octygraph.judgement.verdict import (
+        SegmentView,
+        message_text,
+        storage_verdict,
+        verdict_features,
+    )
+
+    prose = [v for v in judged if not v.machine]
+    if not prose:
+        return []
+    texts = [v.text for v in prose]
+    vectors = cached_local_embed([*texts, message_text(message)])
+    segs = [Segment(v.text, sentence=v.sentence) for v in prose]
+    shapes = gate_features(segs, vectors[:-1], assistant=False)[:, vectors.shape[1] :]
+    # Read without the gazetteer, as the verdict was fitted.
+    sentences = [analyze(text, today) for text in texts]
+    views = [
+        SegmentView(s, v.durable, bool(v.sentence)) for s, v in zip(sentences, prose, strict=True)
+    ]
+    rows = verdict_features(views, vectors[:-1], shapes, len(judged) - len(prose), len(message))
+    # The forms' refusals hold for the verdict too: leave-project-out, they cut its false-stores.
+    refused = [_refusal(s) is not None for s in sentences]
+    kept = storage_verdict().keep(rows, vectors[-1], texts, refused)
+    if kept is None or not kept.active:
+        return []
+    chosen = [prose[i] for i in kept.segments]
+    text = " ".join(v.text for v in chosen)
+    sentence = analyze(text, today, gazetteer)
+    names = [e.name for e in sentence.entities]
+    kind = max(chosen, key=lambda v: v.durable).kind
+    item = _item(sentence, names, kind, classification, today, False, project)
+    return [(kept.probability, item)]
 
 
 def _whole_statements(
@@ -444,14 +499,22 @@ def _dangles(s: Sentence, before: Sentence, entity_names: list[str]) -> bool:
     )
 
 
-def _refusal(s: Sentence) -> str | None:
-    """Why a segment may never be stored whatever the gate says, or None."""
+def safety_refusal(s: Sentence) -> str | None:
+    """Why a segment may never be stored, for safety, whatever the verdict says, or None: an
+    injection attempt, a slash command, code. (Secrets are redacted, not refused.)"""
     if s.injection:
         return "looks like a prompt injection"
     if s.text.startswith("/") and s.text[1:2].isalpha():
         return "a slash command"
     if CODE.search(s.text[:MAX_SENTENCE_CHARS]):
         return "code, not a statement"
+    return None
+
+
+def _refusal(s: Sentence) -> str | None:
+    """Why a segment may never be stored whatever the gate says, or None."""
+    if (safety := safety_refusal(s)) is not None:
+        return safety
     if s.question:
         return "a question (asking, not telling)"
     if GO_AHEAD.search(s.body) and not s.strong_rule:
