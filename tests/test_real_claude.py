@@ -1,11 +1,14 @@
 """octygraph inside the real Claude Code CLI, against a loopback fake of the Anthropic Messages API.
 
-The pinned CLI (`package.json`, `npm ci`) runs `claude -p` and one interactive turn in a temporary
-project with octygraph installed, with HOME, OCTYBOT_HOME and the Claude config in temporary folders.
-The fake records every request body, so the assertions are about what reached the model. Any
-request that is not to 127.0.0.1 goes to a proxy address where nothing listens.
+Each test runs once for every Claude Code release pinned in `package.json` (installed by `npm ci`):
+the long-standing pin `@anthropic-ai/claude-code` and the current release under the npm alias
+`claude-code-current`. The CLI runs `claude -p` and one interactive turn in a temporary project with
+octygraph installed, with HOME, OCTYBOT_HOME and the Claude config in temporary folders. The fake
+records every request body, so the assertions are about what reached the model. Any request that is
+not to 127.0.0.1 goes to a proxy address where nothing listens.
 
-Without `node_modules/.bin/claude` these tests skip, unless OCTY_REQUIRE_CLAUDE=1 (CI sets it).
+Without a pinned CLI installed (at the pinned version, its native binary in place) these tests skip,
+unless OCTY_REQUIRE_CLAUDE=1 (CI sets it), which makes them fail.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import pytest
 from tests.fake_anthropic import FakeAnthropic, Recorded, last_user_text
 
 REPO = Path(__file__).resolve().parents[1]
-CLAUDE = REPO / "node_modules" / ".bin" / "claude"
 OCTYGRAPH = Path(sys.executable).parent / "octygraph"
 API_KEY = "sk-ant-fake-key-for-tests-0123456789"
 # What a prompt may cost at most, octygraph's hooks included (the prompt hook's own timeout is 20 s;
@@ -39,10 +41,66 @@ TURN_LIMIT_S = 60.0
 pytestmark = pytest.mark.slow
 
 
-def require_claude() -> None:
-    if CLAUDE.exists():
+CLIENT_PACKAGE = "@anthropic-ai/claude-code"
+# Smaller than this, `bin/claude.exe` is still the package's placeholder script: its postinstall, which
+# puts the platform's native binary (an optional dependency from the same registry) in its place, did
+# not run.
+NATIVE_MIN_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class Client:
+    """One Claude Code release pinned in package.json: its dependency name and version."""
+
+    dependency: str  # the key in devDependencies, an npm alias for all but the original pin
+    version: str
+
+    @property
+    def folder(self) -> Path:
+        return REPO / "node_modules" / self.dependency
+
+    @property
+    def binary(self) -> Path:
+        """The native `claude` the package's postinstall places (its `bin` entry)."""
+        return self.folder / "bin" / "claude.exe"
+
+    def __str__(self) -> str:
+        return self.version
+
+
+def pinned_clients() -> list[Client]:
+    """Every Claude Code release in package.json's devDependencies, aliases included."""
+    pins = json.loads((REPO / "package.json").read_text(encoding="utf-8"))["devDependencies"]
+    clients = []
+    for dependency, spec in pins.items():
+        if dependency == CLIENT_PACKAGE:
+            clients.append(Client(dependency, spec))
+        elif spec.startswith(f"npm:{CLIENT_PACKAGE}@"):
+            clients.append(Client(dependency, spec.rsplit("@", 1)[1]))
+    return clients
+
+
+CLIENTS = pinned_clients()
+
+
+def require_claude(client: Client) -> None:
+    """Skip (or fail, with OCTY_REQUIRE_CLAUDE=1) unless `client` is installed as pinned."""
+    installed = None
+    manifest = client.folder / "package.json"
+    if manifest.is_file():
+        installed = json.loads(manifest.read_text(encoding="utf-8")).get("version")
+    if installed != client.version:
+        reason = (
+            f"Claude Code {client.version} is not installed in {client.folder} "
+            f"(found {installed or 'nothing'}); run `npm ci` in {REPO}"
+        )
+    elif not client.binary.is_file() or client.binary.stat().st_size < NATIVE_MIN_BYTES:
+        reason = (
+            f"Claude Code {client.version}'s native binary is not in place ({client.binary}); "
+            f"its postinstall did not run: run `npm ci` in {REPO} with install scripts allowed"
+        )
+    else:
         return
-    reason = f"the pinned Claude Code CLI is not installed ({CLAUDE}); run `npm ci` in {REPO}"
     if os.environ.get("OCTY_REQUIRE_CLAUDE") == "1":
         pytest.fail(reason + " (OCTY_REQUIRE_CLAUDE=1)")
     pytest.skip(reason)
@@ -79,6 +137,11 @@ class Claude:
     project: Path
     octy_home: Path
     env: dict[str, str]
+    client: Client
+
+    @property
+    def binary(self) -> Path:
+        return self.client.binary
 
     def octygraph(self, *args: str, cwd: Path | None = None, input: str | None = None) -> str:
         out = subprocess.run(
@@ -100,7 +163,7 @@ class Claude:
         before = len(self.api.messages())
         started = time.monotonic()
         out = subprocess.run(
-            [str(CLAUDE), "-p", "--output-format", "json", *args, prompt],
+            [str(self.binary), "-p", "--output-format", "json", *args, prompt],
             cwd=cwd or self.project,
             env={**self.env, **(env or {})},
             capture_output=True,
@@ -120,7 +183,7 @@ class Claude:
         return [str(hit["content"]) for hit in hits]
 
 
-def make_claude(tmp_path: Path, api: FakeAnthropic) -> Claude:
+def make_claude(tmp_path: Path, api: FakeAnthropic, client: Client) -> Claude:
     home = tmp_path / "home"
     project = tmp_path / "work" / "proj"
     octy_home = tmp_path / "octy"
@@ -164,7 +227,7 @@ def make_claude(tmp_path: Path, api: FakeAnthropic) -> Claude:
         "OCTY_SERVE_IDLE_S": "300",
         "OCTY_EMBEDDINGS": "local",
     }
-    return Claude(tmp_path, api, home, project, octy_home, env)
+    return Claude(tmp_path, api, home, project, octy_home, env, client)
 
 
 def stop_service(claude: Claude) -> None:
@@ -177,22 +240,40 @@ def stop_service(claude: Claude) -> None:
     )
 
 
+@pytest.fixture(params=CLIENTS, ids=str)
+def client(request: pytest.FixtureRequest) -> Client:
+    """Each pinned Claude Code release in turn (the test id names its version)."""
+    pinned: Client = request.param
+    require_claude(pinned)
+    return pinned
+
+
 @pytest.fixture
-def api() -> Iterator[FakeAnthropic]:
-    require_claude()
+def api(client: Client) -> Iterator[FakeAnthropic]:
     with FakeAnthropic(lambda body: "Noted.") as fake:
         yield fake
 
 
 @pytest.fixture
-def claude(tmp_path: Path, api: FakeAnthropic) -> Iterator[Claude]:
+def claude(tmp_path: Path, api: FakeAnthropic, client: Client) -> Iterator[Claude]:
     """A temporary user with octygraph installed into its project (`octygraph install DIR`)."""
-    world = make_claude(tmp_path, api)
+    world = make_claude(tmp_path, api, client)
     world.octygraph("install", str(world.project))
     try:
         yield world
     finally:
         stop_service(world)
+
+
+def test_package_json_pins_the_original_and_the_current_release() -> None:
+    assert [c.dependency for c in CLIENTS][:1] == [CLIENT_PACKAGE]
+    assert len(CLIENTS) >= 2 and len({c.version for c in CLIENTS}) == len(CLIENTS), CLIENTS
+    lock = json.loads((REPO / "package-lock.json").read_text(encoding="utf-8"))["packages"]
+    for pinned in CLIENTS:
+        entry = lock[f"node_modules/{pinned.dependency}"]
+        assert entry["version"] == pinned.version and entry.get("name", CLIENT_PACKAGE) == (
+            CLIENT_PACKAGE
+        ), (pinned, entry)
 
 
 def request_with(turn: Turn, prompt: str) -> Recorded:
@@ -310,9 +391,9 @@ def test_an_unusable_octybot_home_does_not_block_the_prompt(claude: Claude) -> N
 
 
 def test_a_failing_octygraph_executable_does_not_block_the_prompt(
-    tmp_path: Path, api: FakeAnthropic
+    tmp_path: Path, api: FakeAnthropic, client: Client
 ) -> None:
-    world = make_claude(tmp_path, api)
+    world = make_claude(tmp_path, api, client)
     broken = tmp_path / "broken" / "octygraph"
     broken.parent.mkdir()
     broken.write_text("#!/bin/sh\necho 'Traceback: something is broken' >&2\nexit 1\n")
@@ -351,6 +432,9 @@ def _read_until(fd: int, buffer: bytearray, done: Any, timeout: float) -> bool:
     return bool(done())
 
 
+READY = (b"shortcuts", b"shift+tab")
+
+
 def test_an_interactive_turn_gets_the_memory(claude: Claude) -> None:
     claude.octygraph("memory", "add", "Maria Zorbex owns the billing service.")
     claude.api.reply = lambda body: "Maria-according-to-memory."
@@ -361,12 +445,17 @@ def test_an_interactive_turn_gets_the_memory(claude: Claude) -> None:
     if pid == 0:  # the child: Claude Code's interactive UI on the pseudo-terminal
         try:
             os.chdir(claude.project)
-            os.execve(str(CLAUDE), [str(CLAUDE)], env)
+            os.execve(str(claude.binary), [str(claude.binary)], env)
         finally:
             os._exit(127)
     screen = bytearray()
     try:
-        assert _read_until(fd, screen, lambda: b"shortcuts" in screen, 60), bytes(screen[-2000:])
+        # The prompt box is ready once the status line under it shows its hint: "? for shortcuts"
+        # (2.1.197), or the permission mode's "(shift+tab to cycle)" (2.1.332, where auto mode is
+        # the default and its hint takes that place).
+        assert _read_until(fd, screen, lambda: any(m in screen for m in READY), 60), bytes(
+            screen[-2000:]
+        )
         os.write(fd, prompt.encode())
         time.sleep(0.5)
         os.write(fd, b"\r")
@@ -403,9 +492,9 @@ def test_an_interactive_turn_gets_the_memory(claude: Claude) -> None:
 
 
 def test_user_scope_hooks_work_from_a_subfolder_of_the_repository(
-    tmp_path: Path, api: FakeAnthropic
+    tmp_path: Path, api: FakeAnthropic, client: Client
 ) -> None:
-    world = make_claude(tmp_path, api)
+    world = make_claude(tmp_path, api, client)
     try:
         subprocess.run(["git", "init", "-q", str(world.project)], check=True, timeout=30)
         world.octygraph("install", "--scope", "user", cwd=tmp_path)
