@@ -309,6 +309,25 @@ def test_a_stored_memory_reaches_the_model(claude: Claude) -> None:
     assert "Maria Zorbex owns the billing service" in request.text
 
 
+def test_the_session_start_block_reaches_the_model(claude: Claude) -> None:
+    from octygraph.session_start import HEADER
+
+    rule = "Never push to main on Fridays."
+    claude.octygraph("memory", "add", "--type", "instruction", "--scope", "1.0", rule)
+    prompt = "hello"  # nothing in it for the prompt hook to look up
+
+    turn = claude.run(prompt)
+
+    assert_answered(turn, "Noted.")
+    request = request_with(turn, prompt)
+    # The SessionStart hook's additionalContext, with its header, is in the conversation the model
+    # gets with the first prompt, once: the prompt hook does not give the rule again.
+    conversation = json.dumps(request.body.get("messages"), ensure_ascii=False)
+    assert conversation.count(HEADER) == 1, conversation[:3000]
+    assert f"- {rule}" in conversation.split(HEADER, 1)[1]
+    assert request.text.count(rule) == 1
+
+
 def test_memory_reaches_the_model_on_the_non_streaming_fallback(claude: Claude) -> None:
     claude.octygraph("memory", "add", "Maria Zorbex owns the billing service.")
     claude.api.broken_stream = True
