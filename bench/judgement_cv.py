@@ -1,7 +1,7 @@
 """What octygraph stores of real prompts, judged leave-project-out over every shared real project.
 
     python bench/judgement_cv.py                 # the shipped procedure, per project and pooled
-    python bench/judgement_cv.py --landed        # also the storage filter as it runs now, on the same prompts
+    python bench/judgement_cv.py --forms         # also the storage filter's forms alone, and the two together
 
 For each project of `../shared/data/realtraffic-dev` and `realtraffic-train` in turn, the storage verdict
 is fitted (`training/train_verdict.fit`: bars chosen by cross-validation over the other projects)
@@ -10,8 +10,10 @@ the real-traffic scorer's (`../shared/tools/realtraffic.py`): false-store (store
 store anything), store recall (labelled memories covered by what their prompt stored), junk (stored
 items that express no labelled memory), for active memories and, beside them, with the candidates
 (unsure statements) counted as stored. Intervals: 95%, resampling sessions. None of these figures is
-measured on a project the verdict was fitted on; `--landed` runs the storage filter whose verdict
-shipped, which was fitted on all of them (so its figures are in-sample for the verdict's last layer).
+measured on a project the verdict was fitted on. `--forms` adds the storage filter's hand-written
+forms and gate without the verdict (`learned=False`: not fitted on these prompts, but its forms were
+written while reading the development split, so its figures there are not evidence), and the shipped
+combination: the forms, then the leave-project-out verdict where they keep nothing.
 """
 
 from __future__ import annotations
@@ -66,14 +68,14 @@ def leave_project_out(
     return active, candidate, unrefused
 
 
-def landed(prompts: list[Prompt]) -> list[list[str]]:
+def forms_only(prompts: list[Prompt]) -> list[list[str]]:
     """What the storage filter's hand-written forms store of each prompt (item texts), without the
     learned verdict."""
     from octygraph.heuristics.storage import filter_storage
 
     return [
         [item.content for item in filter_storage(p.text, project="project", learned=False).items]
-        for p in track(prompts, description="landed filter")
+        for p in track(prompts, description="forms")
     ]
 
 
@@ -92,6 +94,33 @@ def interval(
         values.append(stored_figures([prompts[i] for i in idx], [stored[i] for i in idx])[key])
     lo, hi = np.percentile(values, [2.5, 97.5])
     return float(lo), float(hi)
+
+
+def paired(
+    prompts: list[Prompt],
+    new: list[list[str]],
+    old: list[list[str]],
+    key: str,
+    rng: np.random.Generator,
+) -> tuple[float, float, float]:
+    """The change of a pooled figure from `old` to `new`, with its 95% interval over the same
+    resampled sessions."""
+    by_session: dict[str, list[int]] = defaultdict(list)
+    for i, p in enumerate(prompts):
+        by_session[p.session].append(i)
+    sessions = list(by_session)
+
+    def figure(stored: list[list[str]], idx: list[int]) -> float:
+        return stored_figures([prompts[i] for i in idx], [stored[i] for i in idx])[key]
+
+    every = list(range(len(prompts)))
+    deltas = []
+    for _ in range(RESAMPLES):
+        pick = rng.integers(0, len(sessions), len(sessions))
+        idx = [i for j in pick for i in by_session[sessions[j]]]
+        deltas.append(figure(new, idx) - figure(old, idx))
+    lo, hi = np.percentile(deltas, [2.5, 97.5])
+    return figure(new, every) - figure(old, every), float(lo), float(hi)
 
 
 def report(
@@ -150,12 +179,17 @@ def _pooled(
                 cells.append(f"{f[key]:.1f}")
         pooled.add_row(name, *cells, f"{f['items']:.0f}")
     console.print(pooled)
+    if resamples and "forms" in systems and len(systems) > 3:
+        shipped = list(systems)[-1]
+        for key in ("false_store", "store_recall", "junk"):
+            delta, lo, hi = paired(prompts, systems[shipped], systems["forms"], key, rng)
+            console.print(f"  {shipped} - forms, {key}: {delta:+.1f} ({lo:+.1f} to {hi:+.1f})")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
-        "--landed", action="store_true", help="also score the storage filter as it runs now"
+        "--forms", action="store_true", help="also score the forms alone and forms + verdict"
     )
     ap.add_argument("--no-intervals", action="store_true", help="skip the session resampling")
     args = ap.parse_args()
@@ -163,10 +197,9 @@ def main() -> int:
     prompts = load_prompts()
     active, candidate, unrefused = leave_project_out(prompts, load_written())
     systems = {"verdict (active)": active, "verdict (+candidates)": candidate}
-    if args.landed:
-        rules = landed(prompts)
+    if args.forms:
+        rules = forms_only(prompts)
         systems["forms"] = rules
-        systems["forms + verdict"] = [r or a for r, a in zip(rules, active, strict=True)]
         systems["forms + verdict, refusals hold (shipped)"] = [
             r or a for r, a in zip(rules, unrefused, strict=True)
         ]
