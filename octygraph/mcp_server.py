@@ -23,8 +23,8 @@ INSTRUCTIONS = (
 )
 
 
-def _line(node: Node, score: float | None = None) -> str:
-    extra = f" (relevance {score:.2f})" if score is not None else ""
+def _line(node: Node, match: int | None = None) -> str:
+    extra = f" (match {match}%)" if match is not None else ""
     scope = (
         f" scope {node.scope:g}"
         if node.node_type == "instruction" and node.scope is not None
@@ -68,7 +68,8 @@ def build_server(settings: Settings) -> tuple[FastMCP, MemoryTools]:
         Use it when the injected context lacks something the user refers to: a person, a service, a past
         decision, a convention. `query` is plain words ("who owns billing", "deploy checklist").
         `type` narrows to one of: fact, event, opinion, instruction, plan, entity (default: all but
-        entity). Returns one memory per line as "[id] (type/subtype) content (relevance)".
+        entity). Returns the best matches, best first, one per line as "[id] (type/subtype) content
+        (match N%)", where N (0-100) says how closely it matches the query.
         """
         if type is not None and type not in NODE_TYPES:
             return f"Unknown type {type!r}; use one of: {', '.join(NODE_TYPES)}."
@@ -76,7 +77,7 @@ def build_server(settings: Settings) -> tuple[FastMCP, MemoryTools]:
         hits = tools.store().search(query, types=types, limit=max(1, min(limit, 50)))
         if not hits:
             return "No stored memory matches."
-        return "\n".join(_line(h.node, h.score) for h in hits)
+        return "\n".join(_line(h.node, h.match) for h in hits)
 
     @server.tool()
     def remember(

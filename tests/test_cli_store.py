@@ -27,6 +27,10 @@ def test_add_then_search_returns_the_fact_first(home: Path) -> None:
     assert hits[0]["id"] == added["id"]
     assert hits[0]["content"] == "Peter handles the Anderson account"
     assert 0 < hits[0]["cosine"] <= 1
+    # A score a person can read: 0-100, the best match highest.
+    assert all(0 <= h["match"] <= 100 for h in hits) and hits[0]["match"] > 0
+    table = run_cli("search", "who manages Anderson")
+    assert f"{hits[0]['match']}%" in table.stdout and "-0." not in table.stdout
     db = home / "projects" / "proj" / "memory" / "memory.db"
     assert db.exists() and oct(db.stat().st_mode & 0o777) == "0o600"
     entities = cli_json("search", "Anderson", "--type", "entity", "--json")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -91,6 +92,9 @@ def test_the_sdk_client_lists_the_tools_and_round_trips_a_memory(home: Path) -> 
 
     assert "Maria Zorbex owns the billing service." in seen["search"]
     assert seen["id"] in seen["search"]
+    assert re.search(r"\(match (\d|[1-9]\d|100)%\)$", seen["search"].splitlines()[0]), seen[
+        "search"
+    ]
     assert "Run the linter before every commit." in seen["rules"] and "scope 1" in seen["rules"]
     assert "contradicts the standing rule" in seen["clash"]
     assert "Run the linter before every commit." in seen["clash"]

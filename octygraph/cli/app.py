@@ -90,7 +90,12 @@ def search(
         hits = store.search(query, types=types, limit=limit, include_superseded=include_superseded)
     if as_json:
         payload = [
-            {**h.node.to_dict(), "score": round(h.score, 4), "cosine": round(h.cosine, 4)}
+            {
+                **h.node.to_dict(),
+                "match": h.match,
+                "score": round(h.score, 4),
+                "cosine": round(h.cosine, 4),
+            }
             for h in hits
         ]
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
@@ -100,10 +105,10 @@ def search(
         return
     from rich.table import Table
 
-    table = Table("score", "cosine", "type", "content", "id", show_lines=False)
+    table = Table("match", "type", "content", "id", show_lines=False)
     for h in hits:
         kind = h.node.node_type + (f"/{h.node.subtype}" if h.node.subtype else "")
-        table.add_row(f"{h.score:.3f}", f"{h.cosine:.3f}", kind, h.node.content, h.node.id)
+        table.add_row(f"{h.match}%", kind, h.node.content, h.node.id)
     out.print(table)
 
 

@@ -100,6 +100,12 @@ class Hit:
     cosine: float
     keyword: float = 0.0
 
+    @property
+    def match(self) -> int:
+        """How close the memory's meaning is to the query, 0-100, for people (its cosine similarity;
+        the keyword score is relative to the best hit, so it says nothing alone). `score` orders."""
+        return round(100 * min(1.0, max(0.0, self.cosine)))
+
 
 @dataclass
 class NewNode:
