@@ -6,10 +6,25 @@ import asyncio
 from datetime import date
 from pathlib import Path
 
+import pytest
+
 from octygraph.runner import RunOptions, checkpoint_steps, replay, run_prompt
 from octygraph.services import open_store
 from octygraph.settings import Settings
 from tests.conftest import cli_json, run_cli
+
+
+@pytest.mark.parametrize(
+    "correction",
+    ["Actually, Lisa handles Anderson now.", "Lisa is taking over the Anderson account."],
+)
+def test_a_change_of_hands_supersedes_whoever_handled_it(home: Path, correction: str) -> None:
+    told = cli_json("run", "Peter handles the Anderson account", "--json", "--offline")
+    old = next(s["id"] for s in told["stored"] if s["content"].startswith("Peter handles"))
+    corrected = cli_json("run", correction, "--json", "--offline")
+    assert old in corrected["superseded"], corrected
+    after = cli_json("run", "Who handles Anderson?", "--json", "--offline")
+    assert "Lisa" in after["context"] and "Peter" not in after["context"]
 
 
 def test_the_three_examples_through_the_cli(home: Path) -> None:
