@@ -15,7 +15,7 @@ import pytest
 from octygraph import session_start
 from octygraph.services import open_store
 from octygraph.settings import Settings
-from octygraph.store import Node
+from octygraph.store import MemoryStore, Node
 from tests.conftest import run_cli
 from tests.test_hooks import hook, prompt_payload
 
@@ -176,3 +176,18 @@ def test_loaded_files_follow_claude_code(tmp_path: Path) -> None:
     )
     assert session_start.already_stated("Staging database: Postgres 16", known)
     assert not session_start.already_stated("Production runs Postgres 15 on RDS", known)
+
+
+def test_prompt_uses_wait_in_memory_until_the_next_block(store: MemoryStore) -> None:
+    from octygraph import review
+
+    node = review.remember(store, RULE, node_type="instruction", subtype="rule", scope=1.0)
+    before = store.revision()
+    session_start.note_access(store, [node.id])
+    session_start.note_access(store, [node.id])
+    # Nothing written yet: the service's caches, keyed on the revision, stay valid.
+    assert store.revision() == before
+    assert "access_count" not in store.get_nodes([node.id])[0].attributes
+    text, ids = session_start.build(store, budget=1500)
+    assert node.id in ids and RULE in text
+    assert store.get_nodes([node.id])[0].attributes["access_count"] == 2
