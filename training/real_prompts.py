@@ -21,7 +21,7 @@ from types import ModuleType
 import numpy as np
 
 from octygraph.heuristics.analysis import analyze
-from octygraph.heuristics.storage import _refusal as form_refusal
+from octygraph.heuristics.storage import refusal as form_refusal
 from octygraph.heuristics.storage import safety_refusal
 from octygraph.judgement.gate import gate_features, judged_segments, storage_gate
 from octygraph.judgement.shape import shape_features

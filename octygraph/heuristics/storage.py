@@ -350,7 +350,7 @@ def filter_storage(
             continue
         if i in recorded and recorded[i] != verdict.text.strip():
             sentence = analyze(recorded[i], today, gazetteer)
-        refused = _refusal(sentence) or (reply_refusal(sentence) if assistant else None)
+        refused = refusal(sentence) or (reply_refusal(sentence) if assistant else None)
         if not refused and i > 0 and _dangles(sentence, sentences[i - 1], entity_names):
             refused = "refers back to a request, which is not stored"
         # What the user states outright is kept whatever the gate says (`forms`); replies are not.
@@ -425,7 +425,7 @@ def _verdict_items(
     ]
     rows = verdict_features(views, vectors[:-1], shapes, len(judged) - len(prose), len(message))
     # The forms' refusals hold for the verdict too: leave-project-out, they cut its false-stores.
-    refused = [_refusal(s) is not None for s in sentences]
+    refused = [refusal(s) is not None for s in sentences]
     kept = storage_verdict().keep(rows, vectors[-1], texts, refused)
     if kept is None or not kept.active:
         return []
@@ -458,7 +458,7 @@ def _whole_statements(
         # A kept clause may be a rule in the imperative; any other clause must be a statement.
         s = sentences[k]
         task = s.imperative or s.request or s.question
-        return _refusal(s) is None and (k in kinds or not task)
+        return refusal(s) is None and (k in kinds or not task)
 
     out_judged: list[Judged] = []
     out_sentences: list[Sentence] = []
@@ -511,7 +511,7 @@ def safety_refusal(s: Sentence) -> str | None:
     return None
 
 
-def _refusal(s: Sentence) -> str | None:
+def refusal(s: Sentence) -> str | None:
     """Why a segment may never be stored whatever the gate says, or None."""
     if (safety := safety_refusal(s)) is not None:
         return safety

@@ -1,13 +1,16 @@
-"""The storage verdict: one learned probability per segment that decides what of a message is stored.
+"""The storage verdict: what of a message to store, learned from real prompts of many projects.
 
-The storage gate (`gate`) reads a segment alone and was fitted on written sets. Real prompts differ: a
-durable fact sits in the middle of a pasted traceback, a standing preference is said in passing inside
-a task. The verdict is a logistic layer fitted on real labelled prompts of many projects
-(`training/train_verdict.py`), over what is known of a segment in its message: the gate's log-odds,
-the sentence vector, the shape features, the former hand-written keep and refuse forms as features it
-weighs, and where the segment stands in its message. Its probability decides; above `active_bar` a
-segment is stored, between `candidate_bar` and `active_bar` it is an unsure statement.
-Hard refusals stay outside it, for safety only (`heuristics.storage._refusal`).
+The storage gate (`gate`) reads a segment alone and was fitted on written sets; the hand-written forms
+of `heuristics.forms` were chosen while reading a few sessions. Real prompts differ: a lasting fact is
+said in passing inside a task or beside a pasted traceback. The verdict is two logistic layers fitted
+on the labelled real prompts of the shared projects (`training/train_verdict.py`): the message layer
+decides whether a message states something lasting, from the whole message's vector and, pooled over
+its segments, the gate's log-odds, the forms and the sentence analysis as features; the segment layer
+picks which segment says it when the message is too long to store whole. Above `active_bar` the message
+is stored; between `candidate_bar` and `active_bar` it is an unsure statement, which is not stored yet.
+
+The storage filter asks it for messages the forms keep nothing of, and the forms' refusals
+(`heuristics.storage.refusal`) hold over it. `bench/judgement_cv.py` judges it leave-project-out.
 """
 
 from __future__ import annotations
