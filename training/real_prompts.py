@@ -25,7 +25,7 @@ from octygraph.heuristics.storage import refusal as form_refusal
 from octygraph.heuristics.storage import safety_refusal
 from octygraph.judgement.gate import gate_features, judged_segments, storage_gate
 from octygraph.judgement.shape import shape_features
-from octygraph.judgement.verdict import SegmentView, message_text, verdict_features
+from octygraph.judgement.verdict import SegmentView, message_vector, verdict_features
 from training.common import HERE, embed
 
 SHARED = Path(os.environ.get("OCTY_SHARED") or HERE.parent.parent / "shared")
@@ -70,7 +70,7 @@ class Prompt:
     labels: list[bool] = field(default_factory=list)
     rows: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
     vector: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
-    """The whole message's sentence vector."""
+    """The message's vector (`message_vector` of its prose segments')."""
 
 
 def project_of(session: dict) -> str:
@@ -129,15 +129,14 @@ def _attach_rows(
     prompts: list[Prompt], rt: ModuleType | None, given: dict[str, dict[str, bool]] | None = None
 ) -> None:
     gate = storage_gate()
-    vectors_of_messages = embed([message_text(p.text) for p in prompts])
-    for prompt, message_vector in zip(prompts, vectors_of_messages, strict=True):
-        prompt.vector = message_vector
+    for prompt in prompts:
         segs = judged_segments(prompt.text, assistant=False)
         prose = [s for s in segs if not s.machine]
         prompt.segments = [s.text for s in prose]
         if not prose:
             continue
         vectors = embed(prompt.segments)
+        prompt.vector = message_vector(vectors)
         shapes = gate_features(prose, vectors, assistant=False)[:, vectors.shape[1] :]
         judged = {v.text: v for v in gate.judge(prompt.text) if not v.machine}
         sentences = [analyze(s.text, TODAY) for s in prose]

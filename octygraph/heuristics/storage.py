@@ -406,7 +406,7 @@ def _verdict_items(
     from octygraph.judgement.vectors import cached_local_embed
     from octygraph.judgement.verdict import (
         SegmentView,
-        message_text,
+        message_vector,
         storage_verdict,
         verdict_features,
     )
@@ -415,18 +415,18 @@ def _verdict_items(
     if not prose:
         return []
     texts = [v.text for v in prose]
-    vectors = cached_local_embed([*texts, message_text(message)])
+    vectors = cached_local_embed(texts)  # the gate's own, from the cache
     segs = [Segment(v.text, sentence=v.sentence) for v in prose]
-    shapes = gate_features(segs, vectors[:-1], assistant=False)[:, vectors.shape[1] :]
+    shapes = gate_features(segs, vectors, assistant=False)[:, vectors.shape[1] :]
     # Read without the gazetteer, as the verdict was fitted.
     sentences = [analyze(text, today) for text in texts]
     views = [
         SegmentView(s, v.durable, bool(v.sentence)) for s, v in zip(sentences, prose, strict=True)
     ]
-    rows = verdict_features(views, vectors[:-1], shapes, len(judged) - len(prose), len(message))
+    rows = verdict_features(views, vectors, shapes, len(judged) - len(prose), len(message))
     # The forms' refusals hold for the verdict too: leave-project-out, they cut its false-stores.
     refused = [refusal(s) is not None for s in sentences]
-    kept = storage_verdict().keep(rows, vectors[-1], texts, refused)
+    kept = storage_verdict().keep(rows, message_vector(vectors), texts, refused)
     if kept is None or not kept.active:
         return []
     chosen = [prose[i] for i in kept.segments]

@@ -163,13 +163,15 @@ said together with what explains it. A longer one keeps its likeliest segment (s
 likeliest instead kept 2 points more memories for 8 points more junk, leave-project-out)."""
 
 
-MESSAGE_CHARS: Final = 2000
-"""The message vector reads this much of it (the local model reads 256 tokens at most anyway)."""
-
-
-def message_text(message: str) -> str:
-    """The part of a message its vector is computed from."""
-    return message[:MESSAGE_CHARS]
+def message_vector(segment_vectors: np.ndarray) -> np.ndarray:
+    """The message's vector: the normalised mean of its prose segments' vectors, which the gate has
+    already computed. Leave-project-out it ranks messages as well as a vector of the whole message
+    (AUC 0.809 against 0.806), which cost up to 47 ms more per long prompt."""
+    if not len(segment_vectors):
+        return np.zeros(VECTOR_DIMS, np.float32)
+    mean = segment_vectors.mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    return np.asarray(mean / norm if norm > 0 else mean, dtype=np.float32)
 
 
 def message_row(rows: np.ndarray, message_vector: np.ndarray) -> np.ndarray:
