@@ -424,7 +424,7 @@ def _verdict_items(
         SegmentView(s, v.durable, bool(v.sentence)) for s, v in zip(sentences, prose, strict=True)
     ]
     rows = verdict_features(views, vectors, shapes, len(judged) - len(prose), len(message))
-    # The forms' refusals hold for the verdict too: leave-project-out, they cut its false-stores.
+    # The forms' refusals hold for the verdict too: leave-project-out that kept more memories, less junk.
     refused = [refusal(s) is not None for s in sentences]
     kept = storage_verdict().keep(rows, message_vector(vectors), texts, refused)
     if kept is None or not kept.active:
