@@ -23,8 +23,7 @@ import numpy as np
 from octygraph.heuristics.analysis import analyze
 from octygraph.heuristics.storage import refusal as form_refusal
 from octygraph.heuristics.storage import safety_refusal
-from octygraph.judgement.gate import gate_features, judged_segments, storage_gate
-from octygraph.judgement.shape import shape_features
+from octygraph.judgement.gate import judged_segments, storage_gate
 from octygraph.judgement.verdict import SegmentView, message_vector, verdict_features
 from training.common import HERE, embed
 
@@ -137,7 +136,6 @@ def _attach_rows(
             continue
         vectors = embed(prompt.segments)
         prompt.vector = message_vector(vectors)
-        shapes = gate_features(prose, vectors, assistant=False)[:, vectors.shape[1] :]
         judged = {v.text: v for v in gate.judge(prompt.text) if not v.machine}
         sentences = [analyze(s.text, TODAY) for s in prose]
         views = [
@@ -146,9 +144,7 @@ def _attach_rows(
             )
             for s, sentence in zip(prose, sentences, strict=True)
         ]
-        prompt.rows = verdict_features(
-            views, vectors, shapes, len(segs) - len(prose), len(prompt.text)
-        )
+        prompt.rows = verdict_features(views, vectors, len(segs) - len(prose), len(prompt.text))
         prompt.refused = [safety_refusal(s) is not None for s in sentences]
         prompt.form_refused = [form_refusal(s) is not None for s in sentences]
         if given is not None:
@@ -157,7 +153,6 @@ def _attach_rows(
         else:
             assert rt is not None
             prompt.labels = [any(rt.expresses(m, s.text) for m in prompt.memories) for s in prose]
-        assert shapes.shape[1] == len(shape_features("x", machine=False, assistant=False))
 
 
 def stored_figures(prompts: list[Prompt], stored: list[list[str]]) -> dict[str, float]:

@@ -401,8 +401,6 @@ def _verdict_items(
     """What the learned storage verdict (`judgement.verdict`) keeps of a message the forms kept
     nothing of: the prose whole when short, else its likeliest segment, never a segment a form
     refuses. Only active verdicts count."""
-    from octygraph.judgement.gate import gate_features
-    from octygraph.judgement.segments import Segment
     from octygraph.judgement.vectors import cached_local_embed
     from octygraph.judgement.verdict import (
         SegmentView,
@@ -416,14 +414,12 @@ def _verdict_items(
         return []
     texts = [v.text for v in prose]
     vectors = cached_local_embed(texts)  # the gate's own, from the cache
-    segs = [Segment(v.text, sentence=v.sentence) for v in prose]
-    shapes = gate_features(segs, vectors, assistant=False)[:, vectors.shape[1] :]
     # Read without the gazetteer, as the verdict was fitted.
     sentences = [analyze(text, today) for text in texts]
     views = [
         SegmentView(s, v.durable, bool(v.sentence)) for s, v in zip(sentences, prose, strict=True)
     ]
-    rows = verdict_features(views, vectors, shapes, len(judged) - len(prose), len(message))
+    rows = verdict_features(views, vectors, len(judged) - len(prose), len(message))
     # The forms' refusals hold for the verdict too: leave-project-out that kept more memories, less junk.
     refused = [refusal(s) is not None for s in sentences]
     kept = storage_verdict().keep(rows, message_vector(vectors), texts, refused)

@@ -4,7 +4,7 @@ The storage gate (`gate`) reads a segment alone and was fitted on written sets; 
 of `heuristics.forms` were chosen while reading a few sessions. Real prompts differ: a lasting fact is
 said in passing inside a task or beside a pasted traceback. The verdict is two logistic layers fitted
 on the labelled real prompts of the shared projects (`training/train_verdict.py`): the message layer
-decides whether a message states something lasting, from the whole message's vector and, pooled over
+decides whether a message states something lasting, from the message's vector and, pooled over
 its segments, the gate's log-odds, the forms and the sentence analysis as features; the segment layer
 picks which segment says it when the message is too long to store whole. Above `active_bar` the message
 is stored; between `candidate_bar` and `active_bar` it is an unsure statement, which is not stored yet.
@@ -34,8 +34,10 @@ from octygraph.heuristics.forms import (
     explicit_kind,
 )
 from octygraph.judgement.linear import Logistic, ModelFileError, load_logistic, model_arrays
+from octygraph.judgement.shape import shape_features
 
 VERDICT_FILE: Final = "storage_verdict.npz"
+VECTOR_DIMS: Final = 384
 
 FORM_NAMES: Final = (
     "explicit_rule",
@@ -139,14 +141,14 @@ def context_features(
 
 
 def verdict_features(
-    views: Sequence[SegmentView],
-    vectors: np.ndarray,
-    shapes: np.ndarray,
-    machine_segments: int,
-    message_chars: int,
+    views: Sequence[SegmentView], vectors: np.ndarray, machine_segments: int, message_chars: int
 ) -> np.ndarray:
-    """The verdict's input rows, one per prose segment: context, forms, shape, then the vector."""
+    """The verdict's input rows, one per prose segment: context, forms, the gate's shape features
+    (`shape`), then the vector."""
     forms = np.asarray([form_features(v.sentence) for v in views], dtype=np.float32)
+    shapes = np.stack(
+        [shape_features(v.sentence.text, machine=False, assistant=False) for v in views]
+    )
     context = context_features(views, machine_segments, message_chars)
     return np.hstack(
         [context, forms.reshape(len(views), len(FORM_NAMES)), shapes, vectors.astype(np.float32)]
@@ -176,7 +178,7 @@ def message_vector(segment_vectors: np.ndarray) -> np.ndarray:
 
 def message_row(rows: np.ndarray, message_vector: np.ndarray) -> np.ndarray:
     """The message layer's input: the largest value of each context and form column over the
-    message's prose segments, then the whole message's vector."""
+    message's prose segments, then the message's vector (`message_vector`)."""
     named = len(CONTEXT_NAMES) + len(FORM_NAMES)
     pooled = rows[:, :named].max(axis=0) if len(rows) else np.zeros(named, np.float32)
     return np.concatenate([pooled, message_vector.astype(np.float32)])
@@ -186,9 +188,6 @@ def segment_rows(rows: np.ndarray) -> np.ndarray:
     """The segment layer's input: the context and form columns, then the segment's vector."""
     named = len(CONTEXT_NAMES) + len(FORM_NAMES)
     return np.hstack([rows[:, :named], rows[:, -VECTOR_DIMS:]])
-
-
-VECTOR_DIMS: Final = 384
 
 
 @dataclass(frozen=True)
@@ -211,7 +210,7 @@ class StorageVerdict:
         self, message: Logistic, segment: Logistic, active_bar: float, candidate_bar: float
     ) -> None:
         self.message = message
-        """Does the message state something lasting (whole-message vector, pooled forms)?"""
+        """Does the message state something lasting (message vector, pooled forms)?"""
         self.segment = segment
         """Which of its segments says it (per-segment vector and forms)?"""
         self.active_bar = active_bar
@@ -239,7 +238,7 @@ class StorageVerdict:
         refused: Sequence[bool],
     ) -> Kept | None:
         """What of a message to store, or None below the candidate bar. `rows` are the prose
-        segments' `verdict_features`; refused segments (safety) are never stored."""
+        segments' `verdict_features`; a refused segment is never stored."""
         allowed = [i for i, r in enumerate(refused) if not r]
         if not allowed:
             return None
