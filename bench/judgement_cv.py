@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -79,19 +80,26 @@ def forms_only(prompts: list[Prompt]) -> list[list[str]]:
     ]
 
 
-def interval(
-    prompts: list[Prompt], stored: list[list[str]], key: str, rng: np.random.Generator
-) -> tuple[float, float]:
-    """95% interval of a pooled figure, resampling sessions with replacement."""
+def session_resamples(prompts: list[Prompt], rng: np.random.Generator) -> Iterator[list[int]]:
+    """`RESAMPLES` draws of the prompts' indices, sessions drawn whole with replacement."""
     by_session: dict[str, list[int]] = defaultdict(list)
     for i, p in enumerate(prompts):
         by_session[p.session].append(i)
     sessions = list(by_session)
-    values = []
     for _ in range(RESAMPLES):
         pick = rng.integers(0, len(sessions), len(sessions))
-        idx = [i for j in pick for i in by_session[sessions[j]]]
-        values.append(stored_figures([prompts[i] for i in idx], [stored[i] for i in idx])[key])
+        yield [i for j in pick for i in by_session[sessions[j]]]
+
+
+def figure(prompts: list[Prompt], stored: list[list[str]], idx: list[int], key: str) -> float:
+    return stored_figures([prompts[i] for i in idx], [stored[i] for i in idx])[key]
+
+
+def interval(
+    prompts: list[Prompt], stored: list[list[str]], key: str, rng: np.random.Generator
+) -> tuple[float, float]:
+    """95% interval of a pooled figure, resampling sessions."""
+    values = [figure(prompts, stored, idx, key) for idx in session_resamples(prompts, rng)]
     lo, hi = np.percentile(values, [2.5, 97.5])
     return float(lo), float(hi)
 
@@ -105,22 +113,13 @@ def paired(
 ) -> tuple[float, float, float]:
     """The change of a pooled figure from `old` to `new`, with its 95% interval over the same
     resampled sessions."""
-    by_session: dict[str, list[int]] = defaultdict(list)
-    for i, p in enumerate(prompts):
-        by_session[p.session].append(i)
-    sessions = list(by_session)
-
-    def figure(stored: list[list[str]], idx: list[int]) -> float:
-        return stored_figures([prompts[i] for i in idx], [stored[i] for i in idx])[key]
-
-    every = list(range(len(prompts)))
-    deltas = []
-    for _ in range(RESAMPLES):
-        pick = rng.integers(0, len(sessions), len(sessions))
-        idx = [i for j in pick for i in by_session[sessions[j]]]
-        deltas.append(figure(new, idx) - figure(old, idx))
+    deltas = [
+        figure(prompts, new, idx, key) - figure(prompts, old, idx, key)
+        for idx in session_resamples(prompts, rng)
+    ]
     lo, hi = np.percentile(deltas, [2.5, 97.5])
-    return figure(new, every) - figure(old, every), float(lo), float(hi)
+    every = list(range(len(prompts)))
+    return figure(prompts, new, every, key) - figure(prompts, old, every, key), float(lo), float(hi)
 
 
 def report(
