@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from octygraph import feedback
 from octygraph.cli import common
 from octygraph.cli.common import UserError, out, parse_date, settings, user_errors
 from octygraph.private import private_mkdir
@@ -49,6 +50,12 @@ Review:
   octygraph memory export [--format markdown|jsonl] [--output FILE]
   octygraph memory import FILE.jsonl             add an export's memories (same ids are skipped)
   octygraph memory manifest                      what the hooks stored, by session
+
+Candidates (statements the storage verdict was unsure of; searchable, not given unprompted):
+  octygraph memory review [--json]               list them, newest first
+  octygraph memory approve ID [ID ...]           make them ordinary memories
+  octygraph memory edit ID "new text"            correct one (the new version is approved)
+  octygraph memory forget ID                     drop one
 
 Built-in profiles: small-baseline (a small team memory), noisy-large (the same among 20,000 look-alikes).
 Every load, unload and snapshot restore first saves the active database as snapshots/<profile>/auto-*.db.
@@ -549,11 +556,16 @@ def memory_edit(
 ) -> None:
     """Correct a memory: a new version replaces it (re-embedded); the old one is kept as replaced."""
     from octygraph import review
+    from octygraph.candidate_review import approve_edited
+    from octygraph.candidates import is_candidate
 
     with _active_store() as store:
         if store.get_node(node_id.strip()) is None:
             raise _unknown(node_id)
         old, new = review.edit(store, node_id, text)
+        new = approve_edited(store, new)
+    if is_candidate(old):
+        _record_example(new, "edit", candidate=True)
     if as_json:
         _echo_json({"old": old.to_dict(), "new": new.to_dict()})
         return
@@ -570,15 +582,19 @@ def memory_forget(
 ) -> None:
     """Forget a memory: archived (out of recall, restorable with `memory restore`), or deleted with --purge."""
     from octygraph import review
+    from octygraph.candidates import is_candidate
 
     with _active_store() as store:
         node = store.get_node(node_id.strip())
         if node is None:
             raise _unknown(node_id)
+        was_current = node.superseded_by is None
         if purge:
             store.delete_node(node.id)
         else:
             node = review.forget(store, node.id)
+    if was_current:  # forgetting it again, or an old version, says nothing new
+        _record_example(node, "forget", candidate=is_candidate(node))
     if as_json:
         _echo_json({"forgotten": node.to_dict(), "purged": purge})
         return
@@ -799,6 +815,101 @@ def memory_manifest(
     out.print(table)
 
 
+# --------------------------------------------------------------------------------------------- candidates
+
+
+def _record_example(node: Node, action: feedback.Action, *, candidate: bool) -> None:
+    """Keep the user's decision as a labelled example for `memory learn`; a failure only warns."""
+    s = _settings()
+    try:
+        feedback.record(
+            s.home,
+            node.content,
+            action,
+            candidate=candidate,
+            project=s.project_id,
+            node_type=node.node_type,
+        )
+    except OSError as exc:
+        common.err.print(
+            f"Done, but the example for `octygraph memory learn` was not recorded: "
+            f"{exc.strerror or exc}.",
+            markup=False,
+            highlight=False,
+        )
+
+
+def _candidate_dict(node: Node) -> dict[str, Any]:
+    return {
+        "id": node.id,
+        "type": node.node_type,
+        "subtype": node.subtype,
+        "content": node.content,
+        "verdict_p": node.attributes.get("verdict_p"),
+        "created_at": node.created_at,
+    }
+
+
+def memory_review(
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100_000, help="How many.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List candidate memories, newest first: statements the storage verdict was unsure of."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from octygraph.candidate_review import list_candidates
+
+    with _active_store() as store:
+        nodes = list_candidates(store, limit)
+    if as_json:
+        _echo_json([_candidate_dict(n) for n in nodes])
+        return
+    if not nodes:
+        _print("No candidates await review.")
+        return
+    table = Table("id", "type", "p", "created", "content", box=None, pad_edge=False)
+    for node in nodes:
+        p = node.attributes.get("verdict_p")
+        table.add_row(
+            node.id,
+            _kind(node),
+            f"{p:.2f}" if isinstance(p, int | float) else "-",
+            node.created_at[:16],
+            Text(node.content),
+        )
+    common.out.print(table)
+    _print(
+        "Keep one with `octygraph memory approve ID`, correct it with `octygraph memory edit ID TEXT`, "
+        "drop it with `octygraph memory forget ID`."
+    )
+
+
+def memory_approve(
+    node_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="The candidates to keep.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Approve candidates: each becomes an ordinary memory, given unprompted when it applies."""
+    from octygraph.candidate_review import approvable, approve
+
+    with _active_store() as store:
+        # Every id is checked before any is approved, so a typo changes nothing.
+        nodes: dict[str, Node] = {}
+        for node_id in node_ids:
+            node = store.get_node(node_id.strip())
+            if node is None:
+                raise _unknown(node_id)
+            nodes[node.id] = approvable(node)
+        approved = [approve(store, node_id) for node_id in nodes]
+    for node in approved:
+        _record_example(node, "approve", candidate=True)
+    if as_json:
+        _echo_json({"approved": [n.to_dict() for n in approved]})
+        return
+    for node in approved:
+        _print(f"Approved {_kind(node)} {node.id}: {node.content}")
+
+
 # --------------------------------------------------------------------------------------------- wiring
 
 memory_app = typer.Typer(
@@ -822,6 +933,8 @@ _COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("export", memory_export),
     ("import", memory_import),
     ("manifest", memory_manifest),
+    ("review", memory_review),
+    ("approve", memory_approve),
 ]
 for _name, _func in _COMMANDS:
     memory_app.command(_name)(user_errors(_func))
