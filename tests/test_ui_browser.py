@@ -19,6 +19,7 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from octygraph import review
+from octygraph.candidates import candidate_attributes
 from octygraph.embeddings import LocalEmbeddings
 from octygraph.settings import Settings
 from octygraph.store import MemoryStore
@@ -76,6 +77,11 @@ def seed(env: dict[str, str], embedder: LocalEmbeddings) -> dict[str, str]:
             store, "Never deploy on Fridays.", node_type="instruction", subtype="rule"
         )
         store.set_attributes(new_rule.id, contradicts=old_rule.id, needs_review=True)
+        for text, p in (
+            ("The staging cluster is rebuilt every Sunday.", 0.44),
+            ("Maybe we could try it later.", 0.33),
+        ):
+            store.add_node("fact", text, attributes=candidate_attributes(p))
     # The pipeline itself records the prompt: it recalls the payments memory and stores the news.
     subprocess.run(
         [sys.executable, "-m", "octygraph", "run", "--offline",
@@ -250,3 +256,21 @@ def test_entity_graph_and_usage_pages(page: Page, world: World) -> None:
     assert page.locator("#usage tbody tr").count() >= 1
     assert page.locator("#usage-chart rect.bar").count() >= 1
     shot(page, "usage")
+
+
+def test_approve_and_forget_candidates(page: Page, world: World) -> None:
+    page.click("nav >> text=Candidates")
+    rows = page.locator("#candidates tr.candidate")
+    assert rows.count() == 2
+    shot(page, "candidates")
+
+    rows.filter(has_text="rebuilt every Sunday").get_by_role("button", name="Approve").click()
+
+    assert "Approved" in page.inner_text("#notice")
+    assert page.locator("#candidates tr.candidate").count() == 1
+    page.locator("#candidates tr.candidate").get_by_role("button", name="Forget").click()
+
+    assert "Forgotten" in page.inner_text("#notice")
+    assert page.inner_text("#empty") == "No candidates await review."
+    page.goto(world.base + "/memories?q=staging cluster")
+    assert "The staging cluster is rebuilt every Sunday." in page.inner_text("#memories")

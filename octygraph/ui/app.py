@@ -26,9 +26,10 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from octygraph import review
+from octygraph import candidate_review, feedback, review
+from octygraph.candidates import is_candidate
 from octygraph.settings import Settings
-from octygraph.store import NODE_TYPES, AdminStore, StoreError
+from octygraph.store import NODE_TYPES, AdminStore, Node, StoreError
 from octygraph.ui import svg, views
 
 HERE = Path(__file__).parent
@@ -95,6 +96,28 @@ def create_app(settings: Settings, token: str, store: AdminStore | None = None) 
     def not_found(request: Request, what: str) -> Response:
         return page(request, "error.html", 404, message=what)
 
+    def learn_from(node: Node, action: feedback.Action, *, candidate: bool) -> None:
+        """Keep the user's decision as a labelled example for `octygraph memory learn`."""
+        try:
+            feedback.record(
+                settings.home,
+                node.content,
+                action,
+                candidate=candidate,
+                project=settings.project_id,
+                node_type=node.node_type,
+            )
+        except OSError:
+            pass  # the decision itself is made; an example lost is not worth failing the page
+
+    def forget_node(node_id: str) -> Node:
+        """Archive a memory; forgetting a current one is a negative example of what to store."""
+        before = db().get_node(node_id.strip())
+        node = review.forget(db(), node_id)
+        if before is not None and before.superseded_by is None:
+            learn_from(before, "forget", candidate=is_candidate(before))
+        return node
+
     # --------------------------------------------------------------------------------- memories
 
     def memories(request: Request) -> Response:
@@ -155,11 +178,14 @@ def create_app(settings: Settings, token: str, store: AdminStore | None = None) 
 
     async def edit(request: Request) -> Response:
         form = await request.form()
-        _, new = review.edit(db(), request.path_params["node_id"], str(form.get("text", "")))
+        old, new = review.edit(db(), request.path_params["node_id"], str(form.get("text", "")))
+        if is_candidate(old):  # the user's correction is their approval
+            new = candidate_review.approve_edited(db(), new)
+            learn_from(new, "edit", candidate=True)
         return RedirectResponse(f"/memories/{new.id}?done=edited", status_code=303)
 
     async def forget(request: Request) -> Response:
-        node = review.forget(db(), request.path_params["node_id"])
+        node = forget_node(request.path_params["node_id"])
         return RedirectResponse(f"/memories/{node.id}?done=forgotten", status_code=303)
 
     async def restore(request: Request) -> Response:
@@ -192,6 +218,31 @@ def create_app(settings: Settings, token: str, store: AdminStore | None = None) 
             raise StoreError("Choose keep_new, keep_old or keep_both.")
         review.resolve(db(), request.path_params["node_id"], keep)  # type: ignore[arg-type]
         return RedirectResponse(f"/review?done={keep}", status_code=303)
+
+    # --------------------------------------------------------------------------------- candidates
+
+    def candidates(request: Request) -> Response:
+        done = request.query_params.get("done", "")
+        done_id = request.query_params.get("id", "")
+        return page(
+            request,
+            "candidates.html",
+            items=candidate_review.list_candidates(db()),
+            done=done if done in ("approved", "forgotten") else "",
+            done_node=db().get_node(done_id) if done_id else None,
+        )
+
+    async def approve_candidate(request: Request) -> Response:
+        node = candidate_review.approve(db(), request.path_params["node_id"])
+        learn_from(node, "approve", candidate=True)
+        return RedirectResponse(f"/candidates?done=approved&id={node.id}", status_code=303)
+
+    async def forget_candidate(request: Request) -> Response:
+        node = db().get_node(request.path_params["node_id"].strip())
+        if node is not None:
+            candidate_review.approvable(node)  # only a current candidate is dropped from this page
+        node = forget_node(request.path_params["node_id"])
+        return RedirectResponse(f"/candidates?done=forgotten&id={node.id}", status_code=303)
 
     # --------------------------------------------------------------------------------- prompts
 
@@ -267,6 +318,9 @@ def create_app(settings: Settings, token: str, store: AdminStore | None = None) 
         Route("/memories/{node_id}/restore", restore, methods=["POST"]),
         Route("/review", contradictions),
         Route("/review/{node_id}", resolve, methods=["POST"]),
+        Route("/candidates", candidates),
+        Route("/candidates/{node_id}/approve", approve_candidate, methods=["POST"]),
+        Route("/candidates/{node_id}/forget", forget_candidate, methods=["POST"]),
         Route("/prompts", prompts),
         Route("/prompts/{trace_id}", prompt),
         Route("/prompts/{trace_id}/trace.json", trace_json),
