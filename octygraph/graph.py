@@ -78,8 +78,8 @@ def store_half() -> Half:
 def halves_to_run(state: PipelineState) -> list[str]:
     """Both halves, or only `retrieve` when the store half has nothing to do.
 
-    Each store node returns at once unless L1 said to store, or the plan found items or rules to
-    store (see `store_loop`, `force_store`, `reconcile`); skipping the half then saves its three
+    Each store node returns at once unless L1 said to store, or the plan found items, candidates or
+    rules to store (see `store_loop`, `force_store`, `reconcile`); skipping the half then saves its three
     steps and their checkpoint writes, which would compete with retrieval for the interpreter.
     """
     classification = state.get("classification")
@@ -87,7 +87,7 @@ def halves_to_run(state: PipelineState) -> list[str]:
     if (
         classification is None
         or classification.operations.store
-        or (storage is not None and storage.items)
+        or (storage is not None and (storage.items or storage.candidates))
         or state.get("instructions")
     ):
         return ["retrieve", "store"]

@@ -13,6 +13,7 @@ from typing import Literal
 from mcp.server.fastmcp import FastMCP
 
 from octygraph import review
+from octygraph.candidates import is_candidate
 from octygraph.settings import Settings
 from octygraph.store import NODE_TYPES, AdminStore, Node
 
@@ -30,7 +31,8 @@ def _line(node: Node, match: int | None = None) -> str:
         if node.node_type == "instruction" and node.scope is not None
         else ""
     )
-    return f"[{node.id}] ({review.kind(node)}{scope}) {node.content}{extra}"
+    unsure = ", candidate" if is_candidate(node) else ""
+    return f"[{node.id}] ({review.kind(node)}{scope}{unsure}) {node.content}{extra}"
 
 
 class MemoryTools:
@@ -69,7 +71,9 @@ def build_server(settings: Settings) -> tuple[FastMCP, MemoryTools]:
         decision, a convention. `query` is plain words ("who owns billing", "deploy checklist").
         `type` narrows to one of: fact, event, opinion, instruction, plan, entity (default: all but
         entity). Returns the best matches, best first, one per line as "[id] (type/subtype) content
-        (match N%)", where N (0-100) says how closely it matches the query.
+        (match N%)", where N (0-100) says how closely it matches the query. A memory marked
+        "candidate" was said once in passing and is not confirmed: check it with the user before relying
+        on it.
         """
         if type is not None and type not in NODE_TYPES:
             return f"Unknown type {type!r}; use one of: {', '.join(NODE_TYPES)}."

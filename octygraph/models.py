@@ -14,6 +14,7 @@ from datetime import date, datetime
 from typing import Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from octygraph.store.schema import DEFAULT_SCOPE
 from octygraph.store.schema import SUBTYPES as STORE_SUBTYPES
@@ -426,6 +427,16 @@ class StorageDecision(_Model):
     reason: str = Field(default="", description="One sentence: why store or why not.")
     items: list[StorageItem] = Field(
         default_factory=list, description="The memories to store; empty when store is false."
+    )
+    # Not shown to a model: only the deterministic verdict proposes candidates.
+    candidates: SkipJsonSchema[list[StorageItem]] = Field(
+        default_factory=list,
+        description="Statements that may last but are unsure: stored as candidates for review, "
+        "not given unprompted until confirmed.",
+    )
+    candidate_p: SkipJsonSchema[float | None] = Field(
+        default=None,
+        description="The storage verdict's probability for the candidates, when there are any.",
     )
 
 

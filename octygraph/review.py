@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from octygraph.candidates import is_candidate
 from octygraph.heuristics import reconcile as wording
 from octygraph.heuristics.safety import redact_secrets
 from octygraph.store import ARCHIVED, DEFAULT_SCOPE, NODE_TYPES, SUBTYPES, AdminStore, Node
@@ -37,10 +38,12 @@ def kind(node: Node) -> str:
 
 
 def status(node: Node) -> str:
-    """current, archived, or replaced."""
+    """current, candidate (not confirmed), archived, or replaced."""
     if node.superseded_by == ARCHIVED:
         return "archived"
-    return "replaced" if node.superseded_by else "current"
+    if node.superseded_by:
+        return "replaced"
+    return "candidate" if is_candidate(node) else "current"
 
 
 def _known(store: AdminStore, node_id: str) -> Node:

@@ -132,6 +132,10 @@ def result_json(
             {"id": r["id"], "type": r["type"], "subtype": r.get("subtype"), "content": r["content"]}
             for r in values.get("stored") or []
         ],
+        "candidates": [
+            {"id": r["id"], "type": r["type"], "subtype": r.get("subtype"), "content": r["content"]}
+            for r in values.get("candidates") or []
+        ],
         "superseded": list(dict.fromkeys(values.get("superseded") or [])),
         "mode": mode,
         "timings_ms": dict(values.get("timings_ms") or {}),

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from octygraph.candidates import confirm, is_candidate
 from octygraph.nodes.assemble import SECTION_ORDER, _section, render, rendered_ids
 from octygraph.settings import git_root
 from octygraph.state import Record
@@ -70,7 +71,7 @@ def _scope(node: Node) -> float:
 
 def qualifies(node: Node, today: date) -> bool:
     """Broad rules and facts, often-given memories, recent decisions and upcoming plans."""
-    if node.superseded_by or node.node_type == "entity" or node.valid_until:
+    if node.superseded_by or node.node_type == "entity" or node.valid_until or is_candidate(node):
         return False
     if access_count(node) >= OFTEN:
         return True
@@ -226,7 +227,12 @@ def record_access(store: GraphStore, ids: Iterable[str]) -> None:
     for node in store.get_nodes(list(uses)):
         count = access_count(node) + uses[node.id]
         store.set_attributes(node.id, access_count=count, last_accessed=now)
+        if is_candidate(node) and count >= USES_CONFIRM:
+            confirm(store, node.id, "used")
 
+
+USES_CONFIRM = 2
+"""A candidate given or said again this many times is confirmed by use (`octygraph.candidates`)."""
 
 _PENDING: dict[str, dict[str, int]] = {}
 _PENDING_LOCK = threading.Lock()

@@ -49,6 +49,8 @@ class MemoryRecord(TypedDict):
     edge_type: NotRequired[str]
     supersedes: NotRequired[str]
     """A correction: the id of the memory it replaced."""
+    candidate: NotRequired[bool]
+    """Unconfirmed (`octygraph.candidates`): searchable, not given unprompted."""
     vias: NotRequired[list[str]]
     """Assembly: every way it was found."""
     relevance: NotRequired[float]
@@ -113,6 +115,7 @@ class OutputState(TypedDict, total=False):
     """The exact text to inject; empty when nothing relevant was found."""
     sections: dict[str, list[Record]]
     stored: list[Record]
+    candidates: list[Record]
     superseded: list[str]
     flags: list[Flag]
     timings_ms: dict[str, float]
@@ -135,6 +138,8 @@ class PipelineState(InputState, total=False):
     tool_calls: Annotated[list[ToolCall], operator.add]
     """Every tool call of both loops: tool, args, result summary, loop."""
     stored: Annotated[list[Record], operator.add]
+    candidates: Annotated[list[Record], operator.add]
+    """Stored as candidates: the verdict was unsure (`octygraph.candidates`)."""
     superseded: Annotated[list[str], operator.add]
     flags: Annotated[list[Flag], operator.add]
     notes: Annotated[list[str], operator.add]
@@ -175,6 +180,7 @@ class StoreOutput(TypedDict, total=False):
     storage: StorageDecision
     instructions: list[ExtractedInstruction]
     stored: Annotated[list[Record], operator.add]
+    candidates: Annotated[list[Record], operator.add]
     superseded: Annotated[list[str], operator.add]
     flags: Annotated[list[Flag], operator.add]
     tool_calls: Annotated[list[ToolCall], operator.add]

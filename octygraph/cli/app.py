@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from octygraph.candidates import is_candidate
 from octygraph.cli.common import (
     UserError,
     err,
@@ -108,6 +109,8 @@ def search(
     table = Table("match", "type", "content", "id", show_lines=False)
     for h in hits:
         kind = h.node.node_type + (f"/{h.node.subtype}" if h.node.subtype else "")
+        if is_candidate(h.node):
+            kind += "\n(candidate)"
         table.add_row(f"{h.match}%", kind, h.node.content, h.node.id)
     out.print(table)
 

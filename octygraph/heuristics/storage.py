@@ -374,10 +374,18 @@ def filter_storage(
         item = _item(sentence, entity_names, kind, classification, today, assistant, project)
         candidates.append((verdict.durable, item))
         kept.add(i)
+    unsure: list[StorageItem] = []
+    unsure_p: float | None = None
     if learned and not candidates and not assistant:
-        candidates = _verdict_items(
+        kept_by_verdict = _verdict_items(
             prompt, gate_verdicts, classification, today, gazetteer, project
         )
+        if kept_by_verdict is not None:
+            probability, item, active = kept_by_verdict
+            if active:
+                candidates = [(probability, item)]
+            else:  # unsure is not no: kept as a candidate
+                unsure, unsure_p = [item], probability
     cap = MAX_REPLY_ITEMS if assistant else MAX_ITEMS
     items = _most_probable(_dedup(candidates), cap)
     if items:
@@ -387,7 +395,11 @@ def filter_storage(
         reason = "Nothing to store: " + "; ".join(dict.fromkeys(skipped)) + "."
     else:
         reason = "Nothing to store: empty message."
-    return StorageDecision(store=bool(items), reason=reason, items=items)
+    if unsure:
+        reason += f" Perhaps durable (p={unsure_p:.2f}): kept as a candidate for review."
+    return StorageDecision(
+        store=bool(items), reason=reason, items=items, candidates=unsure, candidate_p=unsure_p
+    )
 
 
 def _verdict_items(
@@ -397,10 +409,10 @@ def _verdict_items(
     today: date,
     gazetteer: Gazetteer,
     project: str | None,
-) -> list[tuple[float, StorageItem]]:
+) -> tuple[float, StorageItem, bool] | None:
     """What the learned storage verdict (`judgement.verdict`) keeps of a message the forms kept
     nothing of: the prose whole when short, else its likeliest segment, never a segment a form
-    refuses. Only active verdicts count."""
+    refuses. (probability, item, sure enough to be active), or None below the candidate bar."""
     from octygraph.judgement.vectors import cached_local_embed
     from octygraph.judgement.verdict import (
         SegmentView,
@@ -411,7 +423,7 @@ def _verdict_items(
 
     prose = [v for v in judged if not v.machine]
     if not prose:
-        return []
+        return None
     texts = [v.text for v in prose]
     vectors = cached_local_embed(texts)  # the gate's own, from the cache
     # Read without the gazetteer, as the verdict was fitted.
@@ -421,17 +433,21 @@ def _verdict_items(
     ]
     rows = verdict_features(views, vectors, len(judged) - len(prose), len(message))
     # The forms' refusals hold for the verdict too: leave-project-out that kept more memories, less junk.
-    refused = [refusal(s) is not None for s in sentences]
+    resolved = resolve_pronouns(sentences)
+    refused = [
+        refusal(s) is not None or (i > 0 and _dangles(s, sentences[i - 1], resolved[i]))
+        for i, s in enumerate(sentences)
+    ]
     kept = storage_verdict().keep(rows, message_vector(vectors), texts, refused)
-    if kept is None or not kept.active:
-        return []
+    if kept is None:
+        return None
     chosen = [prose[i] for i in kept.segments]
     text = " ".join(v.text for v in chosen)
     sentence = analyze(text, today, gazetteer)
     names = [e.name for e in sentence.entities]
     kind = max(chosen, key=lambda v: v.durable).kind
     item = _item(sentence, names, kind, classification, today, False, project)
-    return [(kept.probability, item)]
+    return kept.probability, item, kept.active
 
 
 def _whole_statements(

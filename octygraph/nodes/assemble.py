@@ -9,6 +9,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from octygraph.candidates import is_candidate
 from octygraph.context import Context
 from octygraph.judgement.relevance import MemoryText, relevance_model
 from octygraph.nodes._common import timed
@@ -31,6 +32,9 @@ MAX_RECORDS = 4
 """Most prompts need 0-3 records; a few need more, never a wall of them."""
 CURATED_BAR_SHARE = 0.5
 """With an LLM curating afterwards, candidates need only half the relevance bar to reach it."""
+
+CANDIDATE_RELEVANCE = 0.6
+"""A candidate (unconfirmed memory) is given unprompted only when this likely to be relevant."""
 
 HEADER = "Relevant memories from earlier sessions (octygraph):"
 
@@ -101,7 +105,12 @@ def collect(
         (
             (max(float(p), bar) if applies else float(p), node_id)
             for p, applies, node_id in zip(probabilities, triggered, ids, strict=True)
-            if p >= bar or applies
+            # A candidate is not confirmed: only given when the model is sure it applies.
+            if (
+                p >= max(bar, CANDIDATE_RELEVANCE)
+                if is_candidate(nodes[node_id])
+                else p >= bar or applies
+            )
         ),
         reverse=True,
     )[:MAX_RECORDS]

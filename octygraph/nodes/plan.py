@@ -72,6 +72,7 @@ async def plan(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any
         prompt, classification, today=today, known_entities=known
     )
     wants_store = classification.operations.store and not ctx.read_only
+    # Judged even when L1 wants nothing stored: what the verdict is unsure of is kept as a candidate.
     offline_storage = (
         await asyncio.to_thread(
             heuristics.filter_storage,
@@ -82,9 +83,16 @@ async def plan(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any
             assistant=ctx.source == "claude",
             project=ctx.get_settings().project_id,
         )
-        if wants_store
-        else StorageDecision(store=False, reason="L1: nothing durable to store.")
+        if not ctx.read_only
+        else StorageDecision(store=False, reason="Read-only: nothing is stored.")
     )
+    if not wants_store:
+        offline_storage = StorageDecision(
+            store=False,
+            reason="L1: nothing durable to store.",
+            candidates=offline_storage.candidates,
+            candidate_p=offline_storage.candidate_p,
+        )
     # The instructions are the stored items that are rules: one judgement, not two.
     offline_instructions = [
         ExtractedInstruction(
@@ -193,8 +201,17 @@ async def refine_storage(
     items, n4 = _keep_safe(list(told.items), prompt)
     found, n5 = _keep_safe(list(rules.instructions), prompt)
     store_ok = classification.operations.store or bool(items) or bool(found)
-    told = told.model_copy(update={"items": items, "store": bool(items) and told.store})
+    # The model sees no candidates; what the verdict was unsure of stays one unless the model stores.
+    unsure = [] if items or found else storage.candidates
+    told = told.model_copy(
+        update={
+            "items": items,
+            "store": bool(items) and told.store,
+            "candidates": unsure,
+            "candidate_p": storage.candidate_p if unsure else None,
+        }
+    )
     if not store_ok:
-        told = told.model_copy(update={"store": False, "items": []})
+        told = told.model_copy(update={"store": False, "items": []})  # candidates stay
         found = []
     return told, found, [*n2, *n3, *n4, *n5], combine([l2, l3])

@@ -134,23 +134,81 @@ def _force_store(
     return stored, superseded, calls, notes
 
 
+def _store_candidates(
+    ctx: Context, prompt: str, items: list[StorageItem], probability: float
+) -> tuple[list[Record], list[Record], list[ToolCall], list[str]]:
+    """Write what the verdict was unsure of as candidates: (candidates, confirmed, calls, notes).
+
+    A candidate said again is confirmed instead (`writes.store_memory`): it then counts as stored."""
+    store = ctx.memory()
+    written: list[Record] = []
+    confirmed: list[Record] = []
+    calls: list[ToolCall] = []
+    notes: list[str] = []
+    for item in items:
+        try:
+            result = writes.store_memory(
+                store,
+                node_type=item.type,
+                content=item.content,
+                grounding_text=prompt,
+                injection=ctx.injection,
+                subtype=item.subtype,
+                valid_from=item.valid_from,
+                entity_names=[n for n in item.entities if not is_secret_name(n)],
+                source=ctx.source,
+                scope=item.scope,
+                candidate=probability,
+            )
+        except StoreError as exc:
+            notes.append(f"store_candidate: {exc}")
+            calls.append(
+                tool_call(
+                    "force_store",
+                    "store_memory",
+                    item.model_dump(),
+                    str(exc),
+                    registry.fault_of(exc),
+                )
+            )
+            continue
+        for record in result.records:
+            (written if record.get("candidate") else confirmed).append(record)
+        ctx.note_written([r["id"] for r in result.records])
+        calls.append(tool_call("force_store", "store_memory", item.model_dump(), result.text))
+    return written, confirmed, calls, notes
+
+
 @timed("force_store")
 async def force_store(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Store directly with sensible defaults when the loop stored nothing despite storable items."""
+    """Store directly with sensible defaults when the loop stored nothing despite storable items,
+    and keep what the storage verdict was unsure of as candidates."""
     ctx = runtime.context
     storage = state.get("storage") or StorageDecision(store=False)
     instructions = state.get("instructions") or []
-    if ctx.read_only or state.get("stored") or not (storage.items or instructions):
+    if ctx.read_only:
         return {}
-    stored, superseded, calls, notes = await asyncio.to_thread(
-        _force_store,
-        ctx,
-        state.get("prompt", ""),
-        state.get("classification") or Classification(),
-        list(storage.items),
-        list(instructions),
-    )
-    return {"stored": stored, "superseded": superseded, "tool_calls": calls, "notes": notes}
+    prompt = state.get("prompt", "")
+    if not state.get("stored") and (storage.items or instructions):
+        stored, superseded, calls, notes = await asyncio.to_thread(
+            _force_store,
+            ctx,
+            prompt,
+            state.get("classification") or Classification(),
+            list(storage.items),
+            list(instructions),
+        )
+        return {"stored": stored, "superseded": superseded, "tool_calls": calls, "notes": notes}
+    if not state.get("stored") and storage.candidates:
+        unsure, confirmed, calls, notes = await asyncio.to_thread(
+            _store_candidates,
+            ctx,
+            prompt,
+            list(storage.candidates),
+            storage.candidate_p or 0.0,
+        )
+        return {"candidates": unsure, "stored": confirmed, "tool_calls": calls, "notes": notes}
+    return {}
 
 
 async def _judge(ctx: Context, new: str, old: str, cosine: float) -> tuple[ReconcileJudgement, str]:

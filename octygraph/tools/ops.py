@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from octygraph.candidates import is_candidate
 from octygraph.state import MemoryRecord
 from octygraph.store import GraphStore, Hit, Node, StoreError
 
@@ -69,6 +70,8 @@ def to_record(
         record["edge_type"] = edge_type
     if supersedes is not None:
         record["supersedes"] = supersedes
+    if is_candidate(node):
+        record["candidate"] = True
     return record
 
 

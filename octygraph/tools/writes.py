@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from octygraph.candidates import candidate_attributes, confirm
 from octygraph.heuristics.intent import injection_reason, is_injection_message
 from octygraph.heuristics.lexicon import COMMON_VERBS, STOPWORDS
 from octygraph.heuristics.safety import is_grounded, looks_like_injection, redact_secrets
@@ -134,10 +135,13 @@ def store_memory(
     scope: float | None = None,
     related_ids: Sequence[str] = (),
     injection: str | None = None,
+    candidate: float | None = None,
 ) -> ToolResult:
     """Create one memory with edges to its entities, after the safety checks.
 
-    `injection` is the run's judgement of the raw message (see `Context.injection`).
+    `injection` is the run's judgement of the raw message (see `Context.injection`). With
+    `candidate` (the storage verdict's probability) the memory is stored as a candidate
+    (`octygraph.candidates`). A candidate said again is confirmed, not stored twice.
     """
     if node_type not in SUBTYPES:
         raise StoreError(
@@ -164,6 +168,12 @@ def store_memory(
             from octygraph.session_start import record_access  # not at import: it needs the nodes
 
             record_access(store, [existing.id])  # said again: it matters (ranks the start block)
+            promoted = confirm(store, existing.id, "restated")
+            if promoted is not None:
+                return ToolResult(
+                    f"Confirmed [{promoted.id}] {promoted.content}: said again, no longer a candidate.",
+                    [to_record(promoted, "store_memory")],
+                )
             return ToolResult(
                 f"Already stored as [{existing.id}] {existing.content}; nothing new written."
             )
@@ -180,9 +190,11 @@ def store_memory(
         source=source,
         scope=scope,
         related_ids=related,
+        attributes=candidate_attributes(candidate) if candidate is not None else None,
     )
+    kind = "candidate" if candidate is not None else node.node_type
     return ToolResult(
-        f"Stored [{node.id}] ({node.node_type}) {node.content}", [to_record(node, "store_memory")]
+        f"Stored [{node.id}] ({kind}) {node.content}", [to_record(node, "store_memory")]
     )
 
 

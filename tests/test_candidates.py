@@ -1,0 +1,84 @@
+"""Candidates: what the storage verdict is unsure of is kept, searchable, and not given unprompted
+until it is confirmed (said again, used, or approved).
+
+Through the real hooks (a new process each, JSON on stdin) on a real SQLite file under a private
+OCTYBOT_HOME, offline.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from octygraph import candidates
+from octygraph.heuristics.storage import filter_storage
+from octygraph.services import open_store
+from octygraph.session_start import USES_CONFIRM, record_access
+from octygraph.settings import Settings
+from octygraph.store import Node
+from tests.conftest import run_cli
+from tests.test_session_start import claude_dir, nodes, prompt, records, start
+
+__all__ = ["claude_dir"]  # the fixture, used by name
+
+UNSURE = "Use npm for installing dependencies."
+"""A standing preference said plainly, without "always" or "from now on": the verdict is unsure."""
+
+
+def current(text: str) -> Node:
+    (node,) = [n for n in nodes() if n.content == text and not n.superseded_by]
+    return node
+
+
+def test_the_verdict_keeps_what_it_is_unsure_of_as_a_candidate() -> None:
+    decision = filter_storage(UNSURE)
+    assert not decision.store and decision.items == []
+    assert [c.content for c in decision.candidates] == [UNSURE]
+    assert decision.candidate_p is not None and 0 < decision.candidate_p < 1
+    assert "candidate" in decision.reason
+    # A question or a task is not even a candidate.
+    for text in ("which package manager do we use?", "fix the failing test in cart.py"):
+        assert filter_storage(text).candidates == []
+
+
+def test_the_model_never_sees_the_candidate_fields() -> None:
+    schema = filter_storage(UNSURE).model_json_schema()
+    assert "candidates" not in schema["properties"] and "candidate_p" not in schema["properties"]
+
+
+def test_a_candidate_is_searchable_but_not_given_until_said_again(claude_dir: Path) -> None:
+    assert prompt(UNSURE, "s1") == ""
+    node = current(UNSURE)
+    assert candidates.is_candidate(node) and node.attributes["verdict_p"] > 0
+    # Explicit recall ranks candidates too, and says what they are.
+    found = run_cli("search", "installing dependencies")
+    assert found.returncode == 0 and "candidate" in found.stdout and "npm" in found.stdout
+    # Not in the next session's start block, and not given for a prompt on the topic.
+    assert UNSURE not in records(start("s2"))
+    assert UNSURE not in prompt("set up the dependencies for the new service", "s2")
+    # Said again in a later session: confirmed, an ordinary memory, and it starts the next session.
+    prompt(UNSURE, "s3")
+    node = current(UNSURE)
+    assert not candidates.is_candidate(node) and node.attributes["confirmed"] == "restated"
+    assert UNSURE in records(start("s4"))
+
+
+def test_a_candidate_given_often_enough_is_confirmed_by_use(claude_dir: Path) -> None:
+    prompt(UNSURE, "s1")
+    node = current(UNSURE)
+    with open_store(Settings.from_env(), create=False) as store:
+        for _ in range(USES_CONFIRM - 1):
+            record_access(store, [node.id])
+        assert candidates.is_candidate(store.get_node(node.id))  # type: ignore[arg-type]
+        record_access(store, [node.id])
+        confirmed = store.get_node(node.id)
+    assert confirmed is not None and not candidates.is_candidate(confirmed)
+    assert confirmed.attributes["confirmed"] == "used"
+
+
+def test_confirming_what_is_not_a_candidate_changes_nothing(claude_dir: Path) -> None:
+    prompt("From now on never push to main on Fridays", "s1")
+    (rule,) = [n for n in nodes() if n.node_type == "instruction"]
+    with open_store(Settings.from_env(), create=False) as store:
+        assert candidates.confirm(store, rule.id, "approved") is None
+        assert candidates.confirm(store, "no-such-id", "approved") is None
+        assert "confirmed" not in (store.get_node(rule.id) or rule).attributes
