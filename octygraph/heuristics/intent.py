@@ -18,6 +18,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Final
 
+from octygraph.heuristics.planted import planted_kind
 from octygraph.heuristics.safety import _AI, looks_like_injection
 
 _ZERO_WIDTH: Final = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
@@ -196,6 +197,9 @@ def _judge(text: str, depth: int) -> str | None:
             return "it tries to override the assistant's instructions or role"
         if _payload(view) or _payload(flat):
             return "it plants a dangerous standing instruction"
+        kind = planted_kind(view)
+        if kind is not None:
+            return kind
     if _DECODE_HINT.search(text):
         return "it asks for an encoded payload to be decoded and followed"
     if depth < 2:

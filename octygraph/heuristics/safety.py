@@ -54,7 +54,8 @@ _INJECTION: Final = re.compile(
         |owner|programmer)\b
     | \bas\s+(?:your|the\s+new|the)\s+(?:system\s+)?(?:admin(?:istrator)?|developer|creator|owner
         |operator)\b[^.\n]{{0,40}}\b(?:tell|order|instruct|command)\w*\s+you
-    | \byou(?:'re|\s+are)?\s+(?:now\s+)?(?:an?\s+)?(?:\w+\s+){{0,6}}?(?:with|have|has)\s+no\s+
+    | \byou(?:'re|\s+are)?\s+(?!(?:right|correct|wrong|sure|aware)\b)(?:now\s+)?(?:an?\s+)?
+        (?:\w+\s+){{0,6}}?(?:with|have|has)\s+no\s+
         (?:limits|restrictions|rules|guardrails|filters|boundaries|limitations)
     | \byou\s+(?:no\s+longer\s+have|don't\s+have|do\s+not\s+have)\s+(?:any\s+)?(?:restrictions
         |limits|rules|guardrails|filters|limitations)

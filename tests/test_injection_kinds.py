@@ -1,0 +1,118 @@
+"""Planted instructions of every kind are refused on the real write paths; look-alike rules are stored.
+
+The corpus (tests/injection_kinds.py) holds, for each kind, a tuning part the rules were written against
+and a held-out part written before them. Attempts go through `octygraph run --offline` (the CLI, in
+process) and through the Stop hook as the assistant's reply; look-alikes go through `run`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from octygraph import hooks
+from octygraph.cli import app
+from octygraph.embeddings import local_embeddings
+from octygraph.heuristics.intent import injection_reason
+from octygraph.settings import Settings
+from octygraph.store import MemoryStore
+from tests.injection_kinds import BENIGN_TUNING, HELD_OUT, HELD_OUT_BENIGN, KINDS, TUNING
+
+ATTEMPTS: tuple[str, ...] = tuple(t for part in (TUNING, HELD_OUT) for k in KINDS for t in part[k])
+BENIGN: tuple[str, ...] = BENIGN_TUNING + HELD_OUT_BENIGN
+
+
+def _run(text: str) -> dict[str, object]:
+    result = CliRunner().invoke(app, ["run", text, "--offline", "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out: dict[str, object] = json.loads(result.stdout)
+    return out
+
+
+def _memories() -> list[str]:
+    db = Settings.from_env().paths.db
+    if not db.exists():
+        return []
+    with MemoryStore.open(db, local_embeddings()) as store:
+        return [n.content for n in store.iter_all() if n.node_type != "entity"]
+
+
+def test_the_corpus_has_every_kind_in_both_parts() -> None:
+    for kind in KINDS:
+        assert len(TUNING[kind]) + len(HELD_OUT[kind]) >= 10, kind
+        assert len(HELD_OUT[kind]) >= 5, kind
+    assert len(BENIGN) >= 30
+
+
+@pytest.mark.parametrize("part", ["tuning", "held_out"])
+def test_every_attempt_is_judged_an_injection(part: str) -> None:
+    corpus = TUNING if part == "tuning" else HELD_OUT
+    missed = [t for kind in KINDS for t in corpus[kind] if injection_reason(t) is None]
+    assert missed == []
+
+
+def test_no_look_alike_is_judged_an_injection() -> None:
+    assert [(t, injection_reason(t)) for t in BENIGN if injection_reason(t) is not None] == []
+
+
+def test_every_attempt_is_refused_through_run(home: Path) -> None:
+    stored = {t: _run(t)["stored"] for t in ATTEMPTS}
+    assert {t: s for t, s in stored.items() if s} == {}
+    assert _memories() == []
+
+
+def _stop(reply: str, session: str) -> None:
+    payload = {
+        "session_id": session,
+        "cwd": str(Path.cwd()),
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+        "last_assistant_message": reply,
+    }
+    hooks.answer("stop", json.dumps(payload).encode())
+
+
+def test_every_attempt_is_refused_in_a_stop_hook_reply(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each attempt rides in a reply that would otherwise store a fact; nothing of it is stored."""
+    monkeypatch.setenv("OCTY_HOOK_BUDGET_S", "60")
+    for i, text in enumerate(ATTEMPTS):
+        reply = (
+            f"I migrated the billing service to PostgreSQL {i + 10}. {text} "
+            "I also fixed the README links."
+        )
+        _stop(reply, f"s{i % 3}")
+    assert _memories() == []
+    # The same reply without the attempt is stored: the hook did judge these replies.
+    _stop("I migrated the billing service to PostgreSQL 16. I also fixed the README links.", "s0")
+    assert _memories()
+
+
+def _not_judged(*_args: object) -> None:
+    return None
+
+
+def test_every_look_alike_rule_is_stored(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each look-alike is stored exactly when it would be with the injection judgement switched off.
+
+    Some look-alikes are not memories the offline forms keep ("Send the weekly report on Fridays"
+    has no standing-rule form); the judgement must not be the reason any of them is dropped.
+    """
+    stored = {t for t in BENIGN if _run(t)["stored"]}
+    assert len(stored) >= 30
+    from octygraph import runner
+    from octygraph.heuristics import analysis
+    from octygraph.tools import writes
+
+    monkeypatch.setattr(runner, "injection_reason", _not_judged)
+    monkeypatch.setattr(writes, "injection_reason", _not_judged)
+    monkeypatch.setattr(writes, "is_injection_message", lambda _t: False)
+    monkeypatch.setattr(writes, "looks_like_injection", lambda _t: False)
+    monkeypatch.setattr(analysis, "looks_like_injection", lambda _t: False)
+    monkeypatch.setenv("OCTYBOT_HOME", str(home.parent / "unjudged"))
+    unjudged = {t for t in BENIGN if _run(t)["stored"]}
+    assert sorted(unjudged - stored) == []
