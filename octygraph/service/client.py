@@ -363,7 +363,40 @@ def at_rest(message: Mapping[str, Any]) -> dict[str, Any]:
             left_out |= {name for name in values if name in SECRET_NAMES}
             kept[key] = {k: v for k, v in values.items() if k not in SECRET_NAMES}
     kept["secrets_left_out"] = sorted(left_out)
+    if isinstance(kept.get("payload_b64"), str):
+        kept["payload_b64"] = _payload_at_rest(kept["payload_b64"])
     return kept
+
+
+_TEXT_FIELDS = ("last_assistant_message", "prompt")
+"""The payload fields that hold what the user or the assistant wrote."""
+
+
+def _payload_at_rest(payload_b64: str) -> str:
+    """The hook payload with its texts redacted as memories are, so no secret waits in the spool.
+
+    A text judged an injection attempt is left out: nothing of it would be stored, and redaction
+    could hide the encoded part that made it one.
+    """
+    import json
+
+    from octygraph.heuristics.intent import injection_reason
+    from octygraph.heuristics.secrets import redact_secrets
+
+    raw = binascii.a2b_base64(payload_b64.encode("ascii"))
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict):
+        for key in _TEXT_FIELDS:
+            text = payload.get(key)
+            if isinstance(text, str):
+                payload[key] = "" if injection_reason(text) else redact_secrets(text)[0]
+        data = json.dumps(payload).encode()
+    else:
+        data = redact_secrets(raw.decode("utf-8", "replace"))[0].encode()
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
 
 
 def spool(home: Path, message: Mapping[str, Any]) -> Path | None:
