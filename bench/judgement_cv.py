@@ -47,12 +47,14 @@ def stored_texts(prompt: Prompt, segments: tuple[int, ...], whole: bool) -> list
 
 def leave_project_out(
     prompts: list[Prompt], written: list[Prompt]
-) -> tuple[list[list[str]], list[list[str]], list[list[str]]]:
-    """Per prompt, what is stored as active memories, with the candidates beside them, and as active
-    memories where the forms' refusals hold too; each project scored by the verdict fitted without it."""
+) -> tuple[list[list[str]], list[list[str]], list[list[str]], list[list[str]]]:
+    """Per prompt, what is stored as active memories, with the candidates beside them, and the same
+    two where the forms' refusals hold too (as shipped); each project scored by the verdict fitted
+    without it."""
     active: list[list[str]] = [[] for _ in prompts]
     candidate: list[list[str]] = [[] for _ in prompts]
     unrefused: list[list[str]] = [[] for _ in prompts]
+    unrefused_candidate: list[list[str]] = [[] for _ in prompts]
     projects = sorted({p.project for p in prompts})
     for held in track(projects, description="leave-project-out"):
         verdict = fit([p for p in prompts if p.project != held] + written)
@@ -64,9 +66,11 @@ def leave_project_out(
             if k.active:
                 active[i] = texts
             k = kept(verdict, prompt, forms=True)
-            if k is not None and k.active:
-                unrefused[i] = stored_texts(prompt, k.segments, k.whole)
-    return active, candidate, unrefused
+            if k is not None:
+                unrefused_candidate[i] = stored_texts(prompt, k.segments, k.whole)
+                if k.active:
+                    unrefused[i] = unrefused_candidate[i]
+    return active, candidate, unrefused, unrefused_candidate
 
 
 def forms_only(prompts: list[Prompt]) -> list[list[str]]:
@@ -194,13 +198,17 @@ def main() -> int:
     args = ap.parse_args()
     console = Console()
     prompts = load_prompts()
-    active, candidate, unrefused = leave_project_out(prompts, load_written())
+    active, candidate, unrefused, unrefused_candidate = leave_project_out(prompts, load_written())
     systems = {"verdict (active)": active, "verdict (+candidates)": candidate}
     if args.forms:
         rules = forms_only(prompts)
         systems["forms"] = rules
         systems["forms + verdict, refusals hold (shipped)"] = [
             r or a for r, a in zip(rules, unrefused, strict=True)
+        ]
+        # What the shipped filter stores at all: its active memories, and candidates where it has none.
+        systems["shipped, with its candidates"] = [
+            r or c for r, c in zip(rules, unrefused_candidate, strict=True)
         ]
     report(console, prompts, systems, not args.no_intervals)
     return 0

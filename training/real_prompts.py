@@ -21,8 +21,7 @@ from types import ModuleType
 import numpy as np
 
 from octygraph.heuristics.analysis import analyze
-from octygraph.heuristics.storage import refusal as form_refusal
-from octygraph.heuristics.storage import safety_refusal
+from octygraph.heuristics.storage import safety_refusal, verdict_refusals
 from octygraph.judgement.gate import judged_segments, storage_gate
 from octygraph.judgement.verdict import SegmentView, message_vector, verdict_features
 from training.common import HERE, embed
@@ -146,7 +145,7 @@ def _attach_rows(
         ]
         prompt.rows = verdict_features(views, vectors, len(segs) - len(prose), len(prompt.text))
         prompt.refused = [safety_refusal(s) is not None for s in sentences]
-        prompt.form_refused = [form_refusal(s) is not None for s in sentences]
+        prompt.form_refused = verdict_refusals(sentences)
         if given is not None:
             own = given[prompt.text]
             prompt.labels = [own.get(s.text, prompt.store and len(prose) == 1) for s in prose]

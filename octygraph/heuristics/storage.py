@@ -432,12 +432,7 @@ def _verdict_items(
         SegmentView(s, v.durable, bool(v.sentence)) for s, v in zip(sentences, prose, strict=True)
     ]
     rows = verdict_features(views, vectors, len(judged) - len(prose), len(message))
-    # The forms' refusals hold for the verdict too: leave-project-out that kept more memories, less junk.
-    resolved = resolve_pronouns(sentences)
-    refused = [
-        refusal(s) is not None or (i > 0 and _dangles(s, sentences[i - 1], resolved[i]))
-        for i, s in enumerate(sentences)
-    ]
+    refused = verdict_refusals(sentences)
     kept = storage_verdict().keep(rows, message_vector(vectors), texts, refused)
     if kept is None:
         return None
@@ -448,6 +443,17 @@ def _verdict_items(
     kind = max(chosen, key=lambda v: v.durable).kind
     item = _item(sentence, names, kind, classification, today, False, project)
     return kept.probability, item, kept.active
+
+
+def verdict_refusals(sentences: Sequence[Sentence]) -> list[bool]:
+    """Per segment, whether a form refuses it (a question, a go-ahead, an "it" only a request
+    names, ...). The forms' refusals hold for the verdict too: leave-project-out that kept more
+    memories and less junk than letting the verdict override them."""
+    resolved = resolve_pronouns(list(sentences))
+    return [
+        refusal(s) is not None or (i > 0 and _dangles(s, sentences[i - 1], resolved[i]))
+        for i, s in enumerate(sentences)
+    ]
 
 
 def _whole_statements(
