@@ -162,6 +162,13 @@ TABLE: tuple[Setting, ...] = (
     Setting("OCTY_NO_HOOKS", "0", flag, _C, "turn the hooks off"),
     Setting("OCTY_SERVE_IDLE_S", "1800", positive_float, _C, "service idle timeout (seconds)"),
     Setting(
+        "OCTY_SERVE_MAX_STORES",
+        "32",
+        positive_int,
+        _C,
+        "open memory stores (and checkpoint files) the service keeps, across projects",
+    ),
+    Setting(
         "OCTY_SERVER_URL", None, text, _C, "team server (octygraph serve --http) for the hooks"
     ),
     Setting("OCTY_SERVER_TOKEN", None, text, _C, "bearer token for the team server", secret=True),

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,14 +36,22 @@ class _Kept:
     stack: contextlib.AsyncExitStack
     users: int = 0
     retired: bool = False
+    last_used: float = field(default_factory=time.monotonic)
 
 
 class CheckpointerPool:
-    """Lends each run the open checkpointer of its project's `checkpoints.db` (one event loop only)."""
+    """Lends each run the open checkpointer of its project's `checkpoints.db` (one event loop only).
 
-    def __init__(self) -> None:
+    At most `max_kept` files stay open (`OCTY_SERVE_MAX_STORES`): opening one more retires the least
+    recently used, which closes once its last run gives it back.
+    """
+
+    def __init__(self, max_kept: int | None = None) -> None:
+        from octygraph.service.pool import max_open_stores
+
         self._kept: dict[str, _Kept] = {}
         self._opening = asyncio.Lock()
+        self._max_kept = max(1, max_kept if max_kept is not None else max_open_stores())
 
     async def _get(self, path: Path) -> _Kept:
         key = str(path.absolute())
@@ -59,6 +68,9 @@ class CheckpointerPool:
             stack = contextlib.AsyncExitStack()
             saver = await stack.enter_async_context(open_checkpointer(path))
             kept = self._kept[key] = _Kept(saver, file_identity(path), stack)
+            while len(self._kept) > self._max_kept:
+                oldest = min(self._kept, key=lambda k: self._kept[k].last_used)
+                await self._retire(self._kept.pop(oldest))
             return kept
 
     async def _retire(self, kept: _Kept) -> None:
@@ -77,6 +89,7 @@ class CheckpointerPool:
             return
         kept = await self._get(settings.paths.checkpoints)
         kept.users += 1
+        kept.last_used = time.monotonic()
         try:
             yield kept.saver
         finally:

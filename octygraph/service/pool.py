@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,18 @@ from octygraph.settings import Settings
 from octygraph.store import AdminStore, MemoryStore
 
 MAX_IDLE_PER_DB = 4
+
+
+def max_open_stores(env: Mapping[str, str] | None = None) -> int:
+    """`OCTY_SERVE_MAX_STORES` (default 32): open stores kept across every database the service serves.
+
+    Without a cap each new project kept its stores (three descriptors each: the database, its WAL and
+    shared-memory files) for the service's life. A bad value falls back to the default.
+    """
+    from octygraph import setting_table as table
+
+    return int(table.lenient("OCTY_SERVE_MAX_STORES", os.environ if env is None else env))
+
 
 log = logging.getLogger("octygraph.service")
 
@@ -93,10 +106,16 @@ def prime_rule_triggers(store: AdminStore) -> int:
 
 
 class StorePool:
-    """Lends open stores per database path (and embedding model) to runs in the service."""
+    """Lends open stores per database path (and embedding model) to runs in the service.
 
-    def __init__(self, max_idle: int = MAX_IDLE_PER_DB) -> None:
+    At most `max_open` stores stay open across every database (leased ones count): giving one back
+    beyond that closes idle stores of the least recently used databases first, and forgets a database
+    with nothing open, so descriptors stay flat however many projects the service has served.
+    """
+
+    def __init__(self, max_idle: int = MAX_IDLE_PER_DB, max_open: int | None = None) -> None:
         self._max_idle = max_idle
+        self._max_open = max(1, max_open if max_open is not None else max_open_stores())
         self._slots: dict[tuple[str, str], _Slot] = {}
         self._guard = threading.Lock()
         self._priming = 0
@@ -177,8 +196,33 @@ class StorePool:
                 if len(slot.idle) < self._max_idle:
                     slot.idle.append(store)
                     keep = True
+            evicted = self._evict_locked()
         if store is not None and not keep:
             store.close()
+        for old in evicted:
+            old.close()
+
+    def _open_count_locked(self) -> int:
+        return sum(len(s.idle) + s.leased for s in self._slots.values())
+
+    def _evict_locked(self) -> list[AdminStore]:
+        """Idle stores beyond the cap, least recently used database first (caller holds the guard)."""
+        evicted: list[AdminStore] = []
+        excess = self._open_count_locked() - self._max_open
+        for key, slot in sorted(self._slots.items(), key=lambda item: item[1].last_used):
+            if excess <= 0:
+                break
+            while slot.idle and excess > 0:
+                evicted.append(slot.idle.pop(0))
+                excess -= 1
+            if not slot.idle and slot.leased == 0:
+                del self._slots[key]  # reopened (and primed again) if the project comes back
+        return evicted
+
+    def open_stores(self) -> int:
+        """Stores open right now, idle or leased, across every database."""
+        with self._guard:
+            return self._open_count_locked()
 
     @asynccontextmanager
     async def lease(self, settings: Settings) -> AsyncIterator[AdminStore]:
@@ -205,6 +249,7 @@ class StorePool:
         with self._guard:
             return {
                 "databases": len(self._slots),
+                "max_open_stores": self._max_open,
                 "open_connections": sum(len(s.idle) + s.leased for s in self._slots.values()),
                 "runs_by_database": {key[0]: slot.runs for key, slot in self._slots.items()},
                 # Databases whose rules' trigger clauses are still being embedded (see above).

@@ -465,6 +465,8 @@ class Service:
             "idle_timeout_s": self.idle_s,
             "idle_for_s": round(time.monotonic() - self.last_activity, 1),
             "python": sys.executable,
+            # Checkpoint files kept open (capped with the stores by OCTY_SERVE_MAX_STORES).
+            "checkpoint_files": len(self._checkpointers) if self._checkpointers is not None else 0,
             **pool,
         }
 
