@@ -35,10 +35,23 @@ if TYPE_CHECKING:
 log = logging.getLogger("octygraph.hooks")
 
 ANSWER_MARGIN_S = 0.75
-"""A prompt run stops this long before the hook's budget ends, to write its trace and answer."""
+"""A prompt run stops this long before its deadline's end, to write its trace and answer."""
+KEPT_S = 2.0
+"""Seconds of its budget every hook keeps, whatever the LLM does: the run's deadline (and so every LLM
+call, bounded by it) ends this much before the budget, on top of `ANSWER_MARGIN_S`. On a loaded machine
+the answer still goes out in time."""
 MIN_RUN_S = 0.05
 START_BUDGET_S = 8.0
 """SessionStart answers within this from the hook's start (installed with Claude Code's 10 s timeout)."""
+
+
+def run_deadline(started: float, budget_s: float) -> float:
+    """When a hook's run must be over: `KEPT_S` and `ANSWER_MARGIN_S` before its budget ends.
+
+    Every LLM call of the run is bounded by this deadline (less its own reserve, see
+    `Context.llm_config`), so a slow or hanging model never eats the last `KEPT_S` seconds.
+    """
+    return started + budget_s - KEPT_S - ANSWER_MARGIN_S
 
 
 def degraded_notice(exc: BaseException, settings: Settings | None) -> str:
@@ -280,7 +293,7 @@ async def handle(
             _configure_logging(settings)
             # The answer must reach the client before its budget (counted from the hook process's
             # start) runs out: the run stops early enough to leave room for writing its trace.
-            deadline = started + settings.hook_budget_s - ANSWER_MARGIN_S
+            deadline = run_deadline(started, settings.hook_budget_s)
             if deadline - time.monotonic() <= MIN_RUN_S:
                 _record_failure(settings, event, "no time left in the hook budget", env)
                 return HookReply()
@@ -328,7 +341,8 @@ async def handle(
                 stop.last_assistant_message,
                 stop.session_id,
                 store_only=True,
-                deadline=time.monotonic() + settings.hook_budget_s * 4,
+                # Four prompt budgets, as the in-process watchdog allows; the same margin kept.
+                deadline=run_deadline(started, settings.hook_budget_s * 4),
                 stores=stores,
                 checkpointers=checkpointers,
             )
@@ -373,8 +387,7 @@ async def _session_start(
         log_.forget()
     if not store_exists(settings):
         return HookReply()
-    left = started + min(settings.hook_budget_s, START_BUDGET_S) - ANSWER_MARGIN_S
-    left -= time.monotonic()
+    left = run_deadline(started, min(settings.hook_budget_s, START_BUDGET_S)) - time.monotonic()
     if left <= MIN_RUN_S:
         _record_failure(settings, "session-start", "no time left in the hook budget", env)
         return HookReply()
