@@ -56,6 +56,7 @@ Candidates (statements the storage verdict was unsure of; searchable, not given 
   octygraph memory approve ID [ID ...]           make them ordinary memories
   octygraph memory edit ID "new text"            correct one (the new version is approved)
   octygraph memory forget ID                     drop one
+  octygraph memory learn [--reset]               fit the storage verdict to your approvals and forgets
 
 Built-in profiles: small-baseline (a small team memory), noisy-large (the same among 20,000 look-alikes).
 Every load, unload and snapshot restore first saves the active database as snapshots/<profile>/auto-*.db.
@@ -910,6 +911,80 @@ def memory_approve(
         _print(f"Approved {_kind(node)} {node.id}: {node.content}")
 
 
+def memory_learn(
+    shared: Annotated[
+        Path | None,
+        typer.Option(
+            "--shared",
+            help="The shared labelled sets to check against (default: ../shared beside a checkout).",
+        ),
+    ] = None,
+    no_shared: Annotated[
+        bool, typer.Option("--no-shared", help="Check on your own examples only.")
+    ] = False,
+    reset: Annotated[
+        bool, typer.Option("--reset", help="Drop what was learned; use the shipped verdict again.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Fit the storage verdict to your own approvals and forgets; kept only if it is no worse."""
+    from octygraph import learning
+
+    s = _settings()
+    if reset:
+        removed = learning.forget_learned(s.home)
+        if as_json:
+            _echo_json({"reset": removed})
+        else:
+            _print(
+                "Dropped the learned verdict; the shipped one is used again."
+                if removed
+                else "Nothing was learned; the shipped verdict is in use."
+            )
+        return
+    examples = feedback.load(s.home)
+    guard, checked = None, "the shared sets are not checked (--no-shared)"
+    if not no_shared and len(examples) >= learning.MIN_EXAMPLES:
+        if shared is not None and not shared.is_dir():
+            raise UserError(
+                f"{shared} is not a folder; give the folder holding data/realtraffic-*."
+            )
+        guard, checked = learning.shared_guard(shared)
+    outcome = learning.learn(s.home, examples, guard=guard)
+    if as_json:
+        _echo_json(
+            {
+                "learned": outcome.shipped,
+                "reason": outcome.reason,
+                "examples": outcome.examples,
+                "path": str(outcome.path) if outcome.path else None,
+                "shared_sets": checked,
+                "figures": {k: round(v, 6) for k, v in outcome.figures.items()},
+            }
+        )
+        if not outcome.shipped:
+            raise typer.Exit(1)
+        return
+    if outcome.figures:
+        f = outcome.figures
+        _print(
+            f"Your {int(f['examples'])} examples, out of fold: log-loss "
+            f"{f['shipped_log_loss']:.3f} shipped, {f['learned_log_loss']:.3f} learned; "
+            f"balanced accuracy {f['shipped_accuracy']:.1%} shipped, {f['learned_accuracy']:.1%} learned."
+        )
+        if "shipped_false_store" in f:
+            _print(
+                f"Shared sets: false-store {f['shipped_false_store']:.1%} shipped, "
+                f"{f['learned_false_store']:.1%} learned; recall {f['shipped_recall']:.1%} shipped, "
+                f"{f['learned_recall']:.1%} learned."
+            )
+    if outcome.figures or outcome.shipped:
+        _print(checked[:1].upper() + checked[1:] + ".")
+    if not outcome.shipped:
+        raise UserError(outcome.reason)
+    _print(outcome.reason)
+
+
 # --------------------------------------------------------------------------------------------- wiring
 
 memory_app = typer.Typer(
@@ -935,6 +1010,7 @@ _COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("manifest", memory_manifest),
     ("review", memory_review),
     ("approve", memory_approve),
+    ("learn", memory_learn),
 ]
 for _name, _func in _COMMANDS:
     memory_app.command(_name)(user_errors(_func))

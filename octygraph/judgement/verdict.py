@@ -11,14 +11,24 @@ is stored; between `candidate_bar` and `active_bar` it is an unsure statement, w
 
 The storage filter asks it for messages the forms keep nothing of, and the forms' refusals
 (`heuristics.storage.refusal`) hold over it. `bench/judgement_cv.py` judges it leave-project-out.
+
+`octygraph memory learn` may fit the message layer to the user's own approvals and forgets
+(`octygraph.learning`); its weights, `$OCTYBOT_HOME/learning/storage_verdict.npz`, are used instead of
+the shipped ones while they were learned from this version's shipped file.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
+import os
 import threading
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
 from typing import Final
 
 import numpy as np
@@ -37,6 +47,8 @@ from octygraph.judgement.linear import Logistic, ModelFileError, load_logistic, 
 from octygraph.judgement.shape import shape_features
 
 VERDICT_FILE: Final = "storage_verdict.npz"
+USER_VERDICT_FILE: Final = "storage_verdict.npz"
+"""The user's learned verdict, in `$OCTYBOT_HOME/learning/` (`octygraph.learning`)."""
 VECTOR_DIMS: Final = 384
 
 FORM_NAMES: Final = (
@@ -217,8 +229,9 @@ class StorageVerdict:
         self.candidate_bar = candidate_bar
 
     @classmethod
-    def load(cls) -> StorageVerdict:
-        arrays = model_arrays(VERDICT_FILE)
+    def load(cls, path: Path | None = None) -> StorageVerdict:
+        """The shipped verdict, or the one in the file at `path` (a user's learned one)."""
+        arrays = model_arrays(VERDICT_FILE) if path is None else _user_arrays(path)
         try:
             bars = arrays["bars"]
         except KeyError as exc:
@@ -254,13 +267,65 @@ class StorageVerdict:
 
 
 _VERDICT: StorageVerdict | None = None
+_USER: dict[Path, tuple[tuple[int, int], StorageVerdict | None]] = {}
 _LOCK = threading.Lock()
 
 
-def storage_verdict() -> StorageVerdict:
-    """The process-wide verdict (loaded on first use)."""
+def shipped_digest() -> str:
+    """The sha256 of the shipped verdict file: a learned verdict records the one it refined."""
+    return _shipped_digest(str(resources.files("octygraph") / "data" / VERDICT_FILE))
+
+
+@functools.cache
+def _shipped_digest(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _user_arrays(path: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {key: data[key] for key in data.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise ModelFileError(f"Cannot read the learned verdict {path}: {exc}.") from exc
+
+
+def user_verdict_path(home: Path | None = None) -> Path:
+    """Where the user's learned verdict lives (`home` defaults to $OCTYBOT_HOME, else ~/.octybot)."""
+    if home is None:
+        home = Path(os.environ.get("OCTYBOT_HOME") or Path.home() / ".octybot").expanduser()
+    return home / "learning" / USER_VERDICT_FILE
+
+
+def _learned(path: Path) -> StorageVerdict | None:
+    """The verdict learned at `path`, or None when there is none, it does not load, or it refined
+    another shipped file than this version's (it would undo what the new one learned)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    key = (info.st_mtime_ns, info.st_size)
+    cached = _USER.get(path)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    verdict: StorageVerdict | None
+    try:
+        arrays = _user_arrays(path)
+        base = str(arrays["base_sha256"]) if "base_sha256" in arrays else ""
+        verdict = StorageVerdict.load(path) if base == shipped_digest() else None
+    except ModelFileError:
+        verdict = None
+    _USER[path] = (key, verdict)
+    return verdict
+
+
+def storage_verdict(home: Path | None = None) -> StorageVerdict:
+    """The verdict in use: the user's learned one when there is a valid one for `home`, else the
+    process-wide shipped one (loaded on first use). Checking for a learned one costs one `stat`."""
     global _VERDICT
     with _LOCK:
+        learned = _learned(user_verdict_path(home))
+        if learned is not None:
+            return learned
         if _VERDICT is None:
             _VERDICT = StorageVerdict.load()
         return _VERDICT
