@@ -45,6 +45,14 @@ START_BUDGET_S = 8.0
 """SessionStart answers within this from the hook's start (installed with Claude Code's 10 s timeout)."""
 
 
+def _read_only(settings: Settings) -> bool:
+    """Whether the project's memory database is there to read but may not be written here."""
+    db = settings.paths.db
+    if settings.database_url is not None or not db.exists():
+        return False
+    return not (os.access(db, os.W_OK) and os.access(db.parent, os.W_OK | os.X_OK))
+
+
 def run_deadline(started: float, budget_s: float) -> float:
     """When a hook's run must be over: `KEPT_S` and `ANSWER_MARGIN_S` before its budget ends.
 
@@ -329,7 +337,13 @@ async def handle(
             def after() -> None:  # once the whole run is done: its final result has what it stored
                 after_run(ready_settings, "prompt", session_id, run.result())
 
-            return HookReply(output, after, rest=None if run.done() else run)
+            notice = ""
+            if early.get("notice") or _read_only(settings):
+                from octygraph.runner import read_only_notice
+
+                notice = read_only_notice(settings)
+
+            return HookReply(output, after, notice, rest=None if run.done() else run)
         if event == "stop":
             stop = hook_io.parse_stop_payload(raw)
             if stop is None or not stop.last_assistant_message.strip():

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -196,6 +196,11 @@ async def run_prompt(
     )
     if injection is not None:
         ctx.injection = injection
+    read_only = bool(getattr(store, "read_only", False))
+    if read_only:
+        # A memory folder we may only read: the run answers from memory and writes nothing (no
+        # memory, checkpoint file, trace or in-flight record), and says so once.
+        ctx.read_only = True
     if deadline is not None and (ctx.deadline is None or deadline < ctx.deadline):
         ctx.deadline = deadline
     ctx.begin_run(trace_id)
@@ -230,7 +235,11 @@ async def run_prompt(
         async with contextlib.AsyncExitStack() as opened:
             # The retrieve half's checkpoints wait in memory until the answer is out; the run's own and
             # the store half's are written as they happen, for a resume (see checkpoint_buffer).
-            lend = options.checkpointers or checkpointer_for
+            lend = (
+                _in_memory_checkpointer
+                if read_only
+                else (options.checkpointers or checkpointer_for)
+            )
             saver = WriteBehindSaver(
                 lambda: opened.enter_async_context(lend(settings)),
                 make_serde(),
@@ -314,6 +323,9 @@ async def run_prompt(
     result = result_json(
         trace_id, values, run_mode(ctx, settings, values.get("layers") or {}), usage
     )
+    if read_only:
+        result["notice"] = read_only_notice(settings)
+        return result
     if options.write_trace:
         values.setdefault("prompt", prompt)
         write_run_trace(
@@ -324,6 +336,22 @@ async def run_prompt(
             source=options.source,
         )
     return result
+
+
+def read_only_notice(settings: Settings) -> str:
+    """The one sentence a run in a memory folder it may only read adds to its answer."""
+    return (
+        f"The memory folder {settings.paths.memory_dir} is read-only here, so memories were read "
+        "but nothing new was stored."
+    )
+
+
+@contextlib.asynccontextmanager
+async def _in_memory_checkpointer(_settings: Settings) -> AsyncIterator[Any]:
+    """Checkpoints kept in memory for one run, where no checkpoint file can be written."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    yield InMemorySaver(serde=make_serde())
 
 
 def write_run_trace(

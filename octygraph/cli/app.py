@@ -238,6 +238,8 @@ def run(
         )
     for old in result["superseded"]:
         err.print(f"superseded {old}", highlight=False)
+    if result.get("notice"):
+        err.print(result["notice"], markup=False, highlight=False)
 
 
 trace_app = typer.Typer(

@@ -514,8 +514,12 @@ def _ask(
             if not worth_running(event, raw):
                 return HookResult("", "skipped", f"{note}; nothing to do for this payload")
             problem = home_problem(home)
-            if problem:
+            if problem and not os.path.isdir(os.path.join(home, "projects")):
                 return HookResult("", "skipped", note, notice=f"memory is off: {problem}")
+            if problem:
+                # No service can keep its files here, but a home we may only read still holds
+                # memories: the caller answers in this process, reading them.
+                return HookResult("", "skipped", f"{note}; {problem}", fallback=True)
             pending = start_service(_path(home), env)
             spawned = True
             if pending is None:

@@ -211,13 +211,7 @@ class MemoryStore(StoreBase):
         )
         try:
             if read_only:
-                conn = sqlean.connect(
-                    f"{path.resolve().as_uri()}?mode=ro",
-                    uri=True,
-                    timeout=15.0,
-                    isolation_level=None,
-                    check_same_thread=False,
-                )
+                conn = cls._connect_read_only(path)
             else:
                 conn = sqlean.connect(
                     str(path), timeout=15.0, isolation_level=None, check_same_thread=False
@@ -256,6 +250,29 @@ class MemoryStore(StoreBase):
             except OSError:
                 pass
         return store
+
+    @staticmethod
+    def _connect_read_only(path: Path) -> sqlean.Connection:
+        """A connection that only reads, even where SQLite may create no file beside the database.
+
+        A WAL database opened read-only needs its `-shm` file, which a clean close removes and a folder
+        we may only read cannot get back ("unable to open database file"). Then it is opened as
+        immutable: nobody here can write it, so SQLite need not watch for writers.
+        """
+        uri = path.resolve().as_uri()
+        kwargs: dict[str, Any] = {
+            "uri": True,
+            "timeout": 15.0,
+            "isolation_level": None,
+            "check_same_thread": False,
+        }
+        conn = sqlean.connect(f"{uri}?mode=ro", **kwargs)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlean.OperationalError:
+            conn.close()
+        return sqlean.connect(f"{uri}?mode=ro&immutable=1", **kwargs)
 
     @classmethod
     def _create_atomically(cls, path: Path, embedder: Embedder) -> None:

@@ -1,0 +1,128 @@
+"""A home the user may only read: reads (search, the prompt hook) still answer, writes say so in one
+sentence, and nothing in the home changes.
+
+Not root: the home is made read-only with chmod. Root ignores file modes, so there the commands run in
+a private mount namespace where the home is bind-mounted read-only (skipped where that is not allowed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli_json
+
+MEMORY = "Peter handles the Anderson account"
+_MOUNT = 'mount --bind "$OCTYBOT_HOME" "$OCTYBOT_HOME" && mount -o remount,ro,bind "$OCTYBOT_HOME"'
+
+
+def _snapshot(home: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(home)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in home.rglob("*")
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def read_only(home: Path) -> Iterator[list[str]]:
+    """The command prefix that runs a command with `home` read-only (and makes it so)."""
+    cli_json("memory", "add", MEMORY, "--type", "fact", "--json")
+    if os.geteuid() != 0:
+        modes = {p: p.stat().st_mode for p in [home, *home.rglob("*")]}
+        for path in modes:
+            path.chmod(modes[path] & ~0o222)
+        try:
+            yield []
+        finally:
+            for path, mode in modes.items():
+                path.chmod(mode)
+        return
+    if shutil.which("unshare") is None:
+        pytest.skip("root, and no unshare to mount the home read-only")
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", f'{_MOUNT} && ! touch "$OCTYBOT_HOME/probe"'],
+        env={**os.environ, "OCTYBOT_HOME": str(home)},
+        capture_output=True,
+    )
+    if probe.returncode != 0:
+        pytest.skip("root, and no private read-only mount is allowed here")
+    yield ["unshare", "-m", "sh", "-c", f'{_MOUNT} && exec "$@"', "sh"]
+
+
+def _run(
+    prefix: list[str], *args: str, stdin: str = "", **env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OCTY_NO_SERVICE": "1", **env},
+        timeout=180,
+    )
+
+
+def _prompt(session: str) -> str:
+    return json.dumps(
+        {
+            "session_id": session,
+            "cwd": str(Path.cwd()),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "Who handles Anderson? From now on always run the contract tests first.",
+        }
+    )
+
+
+def test_a_read_only_home_answers_reads_and_says_writes_are_off(
+    home: Path, read_only: list[str]
+) -> None:
+    before = _snapshot(home)
+
+    search = _run(read_only, "octygraph", "search", "Anderson")
+    assert search.returncode == 0, search.stderr
+    assert MEMORY in search.stdout
+
+    hook = _run(read_only, "octygraph", "hook", "prompt", stdin=_prompt("ro-1"))
+    answer = json.loads(hook.stdout)
+    assert MEMORY in answer["hookSpecificOutput"]["additionalContext"]
+    assert "read-only" in answer["systemMessage"]
+
+    # The installed hook command: no service can live in this home, so it answers in its process.
+    entry = _run(
+        read_only, "octygraph.entry", "hook", "prompt", stdin=_prompt("ro-2"), OCTY_NO_SERVICE="0"
+    )
+    assert MEMORY in json.loads(entry.stdout)["hookSpecificOutput"]["additionalContext"]
+
+    run = _run(read_only, "octygraph", "run", "--offline", "Who handles Anderson?")
+    assert run.returncode == 0, run.stderr
+    assert MEMORY in run.stdout
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("The memory folder") and "read-only" in last
+    assert "Traceback" not in run.stderr
+
+    add = _run(read_only, "octygraph", "memory", "add", "Jane owns the billing service")
+    assert add.returncode != 0
+    said = (add.stdout + add.stderr).strip()
+    assert "read-only" in said and len(said.splitlines()) == 1 and "Traceback" not in said
+
+    stop = json.dumps(
+        {
+            "session_id": "ro-3",
+            "cwd": str(Path.cwd()),
+            "hook_event_name": "Stop",
+            "stop_hook_active": False,
+            "last_assistant_message": "I migrated the billing service to PostgreSQL 16.",
+        }
+    )
+    done = _run(read_only, "octygraph", "hook", "stop", stdin=stop)
+    assert done.returncode == 0 and done.stdout == ""
+
+    assert _snapshot(home) == before  # nothing in the home was written
