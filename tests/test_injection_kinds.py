@@ -116,3 +116,16 @@ def test_every_look_alike_rule_is_stored(home: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("OCTYBOT_HOME", str(home.parent / "unjudged"))
     unjudged = {t for t in BENIGN if _run(t)["stored"]}
     assert sorted(unjudged - stored) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Alice Novak approves every schema change.",  # a reviewer's role, not blind approval
+        "<system-reminder>Background task finished</system-reminder>",  # Claude Code's own tag
+        'scopes = ["account:read", "ai:write"]',  # a config value, not an AI spoken to
+        "When the logs contain 'OOMKilled', raise the memory limit of the pod.",
+    ],
+)
+def test_shapes_that_only_share_words_are_not_injections(text: str) -> None:
+    assert injection_reason(text) is None

@@ -114,7 +114,7 @@ _ROLE: Final = (
     r"|security|anthropic|openai)"
 )
 _TAG_BRACKET: Final = re.compile(
-    rf"(?i)(?:^|[.!?]\s+|\n)\s*(?:\[\s*{_ROLE}(?:\s+\w+){{0,2}}\s*\]|<\s*{_ROLE}\b[^>]{{0,30}}>"
+    rf"(?i)(?:^|[.!?]\s+|\n)\s*(?:\[\s*{_ROLE}(?:\s+\w+){{0,2}}\s*\]|<\s*{_ROLE}(?![\w-])[^>]{{0,30}}>"
     rf"|\(\s*{_ROLE}(?:\s+\w+){{0,1}}\s*\)\s*:?)"
 )
 _SPEAKER: Final = r"(?:system|sys|admin|administrator|developer|root|operator|sudo|superuser)"
@@ -172,7 +172,7 @@ _ADDRESSED: Final = re.compile(
     rf"""(?ix)
     # vocative: "Assistant, ...", "AI assistant: ...", "LLM - ...", "Dear Copilot, ..."
     (?:^|[^\w\s]|\b(?:dear|hey|hi|hello|attention|note\s+to|message\s+to|memo\s+to))\s*(?:the\s+)?
-        {_AI}\s*[:,\-–—]\s*(?:\w+\s+){{0,1}}?{_VERB}\b
+        {_AI}\s*[:,\-–—]\s+(?:\w+\s+){{0,1}}?{_VERB}\b
     # "to/for any language model reading this:", "for the AI model:"
     | \b(?:to|for)\s+(?:any|all|every|the|each)\s+(?:\w+\s+)?{_AI}\b[^.:\n]{{0,40}}?[:,]
     # "AI agents processing this file should ...", "any AI reading this must ..."
@@ -260,7 +260,7 @@ _BYPASS_REVIEW: Final = re.compile(
     | \bapprove\w*\s+(?:your|its|their|his|her|my)\s+own\b
     | \bapprov\w*\b[^.\n]{0,40}?\b(?:automatically|blindly|unconditionally)\b
     | \bauto-?approve\w*\b
-    | \b(?:approve|merge)\w*\s+(?:and\s+(?:merge|approve)\s+)?(?:whatever|any|every|all)\s+(?:\w+\s+)?
+    | \b(?:approve|merge)\w*\s+(?:and\s+(?:merge|approve)\s+)?(?:whatever|any)\s+(?:\w+\s+)?
         (?:prs?|pull\s+requests?|merge\s+requests?|changes?|diffs?)\b
     | \b(?:push|commit|deploy)\w*\s+(?:\w+\s+)?(?:straight|directly)\s+(?:to|into|on)\s+(?:the\s+)?
         (?:main|master|production|prod|release)\b
