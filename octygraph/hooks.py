@@ -278,7 +278,7 @@ async def handle(
     Shared by the in-process hook and the resident service.
 
     Args:
-        event: `prompt` (UserPromptSubmit), `stop` or `session-start`.
+        event: `prompt` (UserPromptSubmit), `stop`, `session-start` or `session-end`.
         raw: The hook's stdin bytes.
         env: The environment to read settings from (default `os.environ`): the service passes the client's.
         cwd: Working folder when the payload names none (default the current one).
@@ -333,15 +333,14 @@ async def handle(
                 max_chars=min(9000, settings.context_budget_chars + 500),
             )
             session_id, ready_settings = prompt.session_id, settings
-
-            def after() -> None:  # once the whole run is done: its final result has what it stored
-                after_run(ready_settings, "prompt", session_id, run.result())
-
             notice = ""
             if early.get("notice") or _read_only(settings):
                 from octygraph.runner import read_only_notice
 
                 notice = read_only_notice(settings)
+
+            def after() -> None:  # once the whole run is done: its final result has what it stored
+                after_run(ready_settings, "prompt", session_id, run.result())
 
             return HookReply(output, after, notice, rest=None if run.done() else run)
         if event == "stop":
@@ -363,6 +362,13 @@ async def handle(
             return HookReply(
                 "", functools.partial(after_run, settings, "stop", stop.session_id, result)
             )
+        if event == "session-end":
+            end = hook_io.parse_session_end_payload(raw)
+            if end is None:
+                return HookReply()
+            settings = _settings(end.cwd or cwd, env)
+            _configure_logging(settings)
+            return HookReply(rest=asyncio.create_task(_session_end(settings, end, stores)))
         if event == "session-start":
             start = hook_io.parse_session_start_payload(raw)
             if start is None:
@@ -433,6 +439,29 @@ async def _session_start(
         await asyncio.to_thread(log_.add, injected=ids)
     rest = asyncio.create_task(_note_access(settings, stores, ids))
     return HookReply(output, rest=rest)
+
+
+async def _session_end(
+    settings: Settings, end: hook_io.SessionEndRequest, stores: StoreLease
+) -> None:
+    """SessionEnd: settle the candidates the session stored (`octygraph.consolidation`)."""
+    from octygraph.consolidation import consolidate
+    from octygraph.services import store_exists
+
+    if not store_exists(settings):
+        return
+    ids = await asyncio.to_thread(SessionLog(settings.paths.memory_dir, end.session_id).stored)
+    async with stores(settings) as store:
+        if getattr(store, "read_only", False):
+            return
+        settled = await asyncio.to_thread(consolidate, store, ids)
+    if settled.confirmed or settled.merged:
+        log.info(
+            "session %s ended: %d candidates confirmed, %d merged",
+            end.session_id,
+            len(settled.confirmed),
+            len(settled.merged),
+        )
 
 
 async def _note_access(settings: Settings, stores: StoreLease, ids: list[str]) -> None:

@@ -59,6 +59,11 @@ class SessionLog:
             data = self._read()
         return set(data["injected"]) | (set(data["stored"]) if stored else set())
 
+    def stored(self) -> list[str]:
+        """Ids stored from this session's messages, oldest first."""
+        with _LOCK:
+            return self._read()["stored"]
+
     def add(self, *, injected: Iterable[str] = (), stored: Iterable[str] = ()) -> None:
         injected, stored = list(injected), list(stored)
         if not injected and not stored:

@@ -7,15 +7,17 @@ OCTYBOT_HOME, offline.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from octygraph import candidates
+from octygraph import candidates, review
 from octygraph.heuristics.storage import filter_storage
 from octygraph.services import open_store
 from octygraph.session_start import USES_CONFIRM, record_access
 from octygraph.settings import Settings
 from octygraph.store import Node
 from tests.conftest import run_cli
+from tests.test_hooks import hook
 from tests.test_session_start import claude_dir, nodes, prompt, records, start
 
 __all__ = ["claude_dir"]  # the fixture, used by name
@@ -82,3 +84,49 @@ def test_confirming_what_is_not_a_candidate_changes_nothing(claude_dir: Path) ->
         assert candidates.confirm(store, rule.id, "approved") is None
         assert candidates.confirm(store, "no-such-id", "approved") is None
         assert "confirmed" not in (store.get_node(rule.id) or rule).attributes
+
+
+def end(session: str) -> tuple[int, str]:
+    payload = json.dumps(
+        {
+            "session_id": session,
+            "transcript_path": str(Path.cwd() / f"{session}.jsonl"),
+            "cwd": str(Path.cwd()),
+            "hook_event_name": "SessionEnd",
+            "reason": "prompt_input_exit",
+        }
+    )
+    code, out, _ = hook("session-end", payload)
+    return code, out
+
+
+def test_a_session_end_merges_a_candidate_another_memory_already_says(claude_dir: Path) -> None:
+    with open_store(Settings.from_env()) as store:
+        known = store.add_node("fact", UNSURE)  # said before, as a fact: the candidate adds nothing
+    prompt(UNSURE, "s1")
+    (candidate,) = [n for n in nodes() if candidates.is_candidate(n)]
+    assert candidate.node_type == "instruction"
+    assert end("s1") == (0, "")
+    with open_store(Settings.from_env(), create=False) as store:
+        settled = store.get_node(candidate.id)
+        kept = store.get_node(known.id)
+    assert settled is not None and review.status(settled) == "archived"  # restorable, not deleted
+    assert kept is not None and kept.attributes["access_count"] == 1
+    # Another session's end, or a payload that is not a session end, changes nothing.
+    assert end("s2") == (0, "")
+    code, out, _ = hook("session-end", b"not json")
+    assert (code, out) == (0, "")
+
+
+def test_two_candidates_that_say_the_same_are_merged_into_the_older_confirmed(
+    claude_dir: Path,
+) -> None:
+    with open_store(Settings.from_env()) as store:
+        older = store.add_node("fact", UNSURE, attributes=candidates.candidate_attributes(0.4))
+    prompt(UNSURE, "s1")
+    assert end("s1") == (0, "")
+    with open_store(Settings.from_env(), create=False) as store:
+        confirmed = store.get_node(older.id)
+        live = [n for n in store.iter_all() if n.content == UNSURE and not n.superseded_by]
+    assert confirmed is not None and confirmed.attributes["confirmed"] == "restated"
+    assert [n.id for n in live] == [older.id]

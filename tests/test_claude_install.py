@@ -428,7 +428,7 @@ def test_cli_install_scope_user_writes_the_user_settings(tmp_path: Path) -> None
     done = run_cli("install", "--scope", "user", env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     hooks = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]
-    assert set(hooks) == {"UserPromptSubmit", "Stop", "SessionStart"}
+    assert set(hooks) == {"UserPromptSubmit", "Stop", "SessionStart", "SessionEnd"}
     assert all("OCTYBOT_PROJECT" not in c for g in hooks.values() for c in commands_of(g))
 
     both = run_cli("install", str(tmp_path), "--scope", "user", env=env, cwd=tmp_path)

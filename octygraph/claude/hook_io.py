@@ -70,6 +70,16 @@ class SessionStartRequest:
     cwd: str = ""
 
 
+@dataclass(frozen=True)
+class SessionEndRequest:
+    """A session ending, from a SessionEnd hook call."""
+
+    session_id: str
+    cwd: str = ""
+    reason: str = "other"
+    """clear, resume, logout, prompt_input_exit or other."""
+
+
 def read_stdin_bounded(stream: IO[Any], limit: int = STDIN_LIMIT) -> bytes:
     """Read at most `limit` bytes of hook input; never wait on a terminal.
 
@@ -252,6 +262,21 @@ def parse_session_start_payload(raw: bytes) -> SessionStartRequest | None:
         source=_text(data.get("source")) or "startup",
         session_id=_text(data.get("session_id")),
         cwd=_text(data.get("cwd")),
+    )
+
+
+def parse_session_end_payload(raw: bytes) -> SessionEndRequest | None:
+    """Parse SessionEnd input; None for garbage, other events and a payload without a session."""
+    data = _load_object(raw)
+    if data is None or data.get("hook_event_name") not in (None, "SessionEnd"):
+        return None
+    session_id = _text(data.get("session_id"))
+    if not session_id:
+        return None
+    return SessionEndRequest(
+        session_id=session_id,
+        cwd=_text(data.get("cwd")),
+        reason=_text(data.get("reason")) or "other",
     )
 
 

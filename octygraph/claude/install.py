@@ -1,7 +1,8 @@
 """Install octygraph into a project (or for every project of the user) for Claude Code, and take it out.
 
 `install` merges the hooks into `TARGET/.claude/settings.json` (UserPromptSubmit runs the pipeline, Stop
-does post-response work, SessionStart gives the standing block), writes the `/octybot` slash command,
+does post-response work, SessionStart gives the standing block, SessionEnd settles the session's
+candidate memories), writes the `/octybot` slash command,
 creates the project's data folders and seeds its database. What it added is recorded in
 `TARGET/.claude/.octygraph-install.json` so `uninstall` removes exactly that and nothing else. Installing
 twice changes nothing.
@@ -39,7 +40,7 @@ PROMPT_STATUS = "octybot: recalling memories"
 BASELINE_PROFILE = "small-baseline.db"
 COMMAND_MARKER = "managed by octygraph"
 ARGS_DELIMITER = "OCTYBOT_ARGUMENTS"
-EVENTS = ("UserPromptSubmit", "Stop", "SessionStart")
+EVENTS = ("UserPromptSubmit", "Stop", "SessionStart", "SessionEnd")
 
 
 class InstallError(ValueError):
@@ -141,6 +142,8 @@ def hook_commands(executable: str, project_id: str | None) -> dict[str, str]:
         "Stop": f"{prefix} hook stop",
         # After a compaction the transcript is a summary: memories may be injected again.
         "SessionStart": f"{prefix} hook session-start",
+        # Hands the session to the service, which settles the candidates it stored.
+        "SessionEnd": f"{prefix} hook session-end",
     }
 
 
@@ -605,7 +608,7 @@ def install(
 # --- uninstall ------------------------------------------------------------------------------------
 
 _OUR_HOOK = re.compile(
-    r'^(?:OCTYBOT_PROJECT=\S+ )?(?:"[^"]*octygraph"|\S*octygraph) hook (?:prompt|stop|session-start)$'
+    r'^(?:OCTYBOT_PROJECT=\S+ )?(?:"[^"]*octygraph"|\S*octygraph) hook (?:prompt|stop|session-start|session-end)$'
 )
 
 

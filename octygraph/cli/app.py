@@ -388,6 +388,12 @@ def hook_session_start() -> None:
     _hook_exit("session-start")
 
 
+@hook_app.command("session-end")
+def hook_session_end() -> None:
+    """SessionEnd: hand the session to the service, which settles the candidate memories it stored."""
+    _hook_exit("session-end")
+
+
 def split_slash_arguments(text: str) -> list[str]:
     """The words of an `/octybot` argument string: shell-style, or plain words when quotes are unbalanced.
 

@@ -231,9 +231,11 @@ async def reconcile(state: PipelineState, runtime: Runtime[Context]) -> dict[str
     """Judge each new instruction against similar existing ones: supersede, flag, or leave alone."""
     ctx = runtime.context
     log = ctx.session_log()
-    if log is not None and not ctx.read_only and state.get("stored"):
-        # Stored from this session's own messages: already in its transcript, never injected back.
-        await asyncio.to_thread(log.add, stored=[r["id"] for r in state.get("stored") or []])
+    own = [*(state.get("stored") or []), *(state.get("candidates") or [])]
+    if log is not None and not ctx.read_only and own:
+        # Stored from this session's own messages: already in its transcript, never injected back
+        # (and the candidates among them are settled when the session ends: `consolidation`).
+        await asyncio.to_thread(log.add, stored=[r["id"] for r in own])
     new_instructions = [
         r
         for r in state.get("stored") or []

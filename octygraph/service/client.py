@@ -47,9 +47,8 @@ if TYPE_CHECKING:
 
 CONNECT_TIMEOUT_S = 0.5
 STATUS_TIMEOUT_S = 2.0
-HANDOFF_EVENTS = ("stop",)
 HANDOFF_BUDGET_S = 0.25
-"""A hand-off hook (stop) returns within this, from process start."""
+"""A hand-off hook (stop, session-end) returns within this, from process start."""
 START_BUDGET_S = 8.0
 """SessionStart returns within this, from process start (as `octygraph.hooks.START_BUDGET_S`)."""
 HANDOFF_ACK_S = 0.12
@@ -344,7 +343,7 @@ def hook_request(
         "process_env": protocol.process_env(env),
         "version": protocol.package_version(),
         "elapsed_s": elapsed_s,
-        "handoff": event in HANDOFF_EVENTS,
+        "handoff": event in protocol.HANDOFF_EVENTS,
         # A hand-off whose receipt came too late is also spooled: the id lets the service run it once.
         "request_id": f"{time.time_ns()}-{os.getpid()}",
     }
@@ -431,6 +430,8 @@ def worth_running(event: str, raw: bytes) -> bool:
             return request is not None and bool(request.last_assistant_message.strip())
         if event == "session-start":
             return hook_io.parse_session_start_payload(raw) is not None
+        if event == "session-end":
+            return hook_io.parse_session_end_payload(raw) is not None
     except Exception:
         return False
     return False
@@ -634,7 +635,7 @@ def run_hook(
     if started is None:
         started = time.monotonic() - process_age_s()
     home = protocol.home_dir(env)
-    if event in HANDOFF_EVENTS:
+    if event in protocol.HANDOFF_EVENTS:
         deadline = Deadline(started, HANDOFF_BUDGET_S)
     else:
         deadline = Deadline(started, hook_budget_s(event, env) - WAIT_MARGIN_S)
@@ -644,7 +645,7 @@ def run_hook(
         # A team server first; when it cannot answer in time, local offline memory below.
         from octygraph.service.remote import LOCAL_RESERVE_S, RemoteUnavailable, remote_hook
 
-        if event not in HANDOFF_EVENTS:
+        if event not in protocol.HANDOFF_EVENTS:
             _warm_local_fallback(env, _path(home), start_if_missing)
         try:
             reply = remote_hook(event, raw, env, deadline.left() - LOCAL_RESERVE_S)
@@ -655,7 +656,7 @@ def run_hook(
             team_note = f"team server: {type(exc).__name__}: {exc}; local memory instead"
     try:
         if env.get("OCTY_NO_SERVICE") != "1":
-            if event in HANDOFF_EVENTS:
+            if event in protocol.HANDOFF_EVENTS:
                 result = _handoff(event, raw, env, home, deadline, start_if_missing)
             else:
                 result = _ask(event, raw, env, home, deadline, start_if_missing)
@@ -779,7 +780,7 @@ def watchdog_budget_s(event: str, env: Mapping[str, str], start_if_missing: bool
     """How long, from process start, the hook process may live at most."""
     budget = hook_budget_s(event, env)
     in_process = env.get("OCTY_NO_SERVICE") == "1" or not start_if_missing
-    if event in HANDOFF_EVENTS:
+    if event in protocol.HANDOFF_EVENTS:
         # In-process, a stop run gets four prompt budgets, as in the service.
         return budget * 4 if in_process else HANDOFF_BUDGET_S * 2
     return budget - EXIT_MARGIN_S
@@ -804,7 +805,7 @@ def hook_main(event: str, *, start_if_missing: bool = True) -> None:
                 event, raw, env=env, started=started, start_if_missing=start_if_missing
             )
             out = result.stdout
-            if event != "stop":
+            if event not in protocol.HANDOFF_EVENTS:
                 home = protocol.home_dir(env)
                 notice = result.notice or client_notice(env, home)
                 if notice and first_time(_path(home), _session_id(raw), notice):

@@ -36,12 +36,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from octygraph.service import protocol
 from octygraph.settings import Settings, sanitize_project_id
 
 log = logging.getLogger("octygraph.http")
 
 MAX_BODY = 1_000_000
-HOOK_EVENTS = ("prompt", "stop", "session-start")
 _ROUTE = re.compile(r"^/v1/projects/([A-Za-z0-9_.-]{1,100})/(hook/([a-z-]+)|run|search)$")
 
 
@@ -223,7 +223,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if match.group(3) is not None:
                 event = match.group(3)
-                if event not in HOOK_EVENTS:
+                if event not in protocol.HOOK_EVENTS:
                     self._error(HTTPStatus.NOT_FOUND, f"Unknown hook event {event!r}.")
                     return
                 payload, after = self.team.hook(project, event, raw)

@@ -5,8 +5,8 @@ Standard library only: the hook client imports this module on every prompt, befo
 Messages are JSON objects, each sent as a 4-byte big-endian length followed by that many bytes of UTF-8.
 A hook request is `{"op": "hook", "event", "payload_b64", "env", "process_env", "cwd", "version",
 "elapsed_s", "handoff"}`; the answer is `{"status": "ok", "stdout": ..., "notice": ...}` (`notice`: one
-line for the user when memory is degraded, or ""), `{"status": "accepted"}` for a hand-off (stop:
-acknowledged on receipt, worked on afterwards; session-start answers like a prompt),
+line for the user when memory is degraded, or ""), `{"status": "accepted"}` for a hand-off (stop and
+session-end: acknowledged on receipt, worked on afterwards; session-start answers like a prompt),
 `{"status": "restart", "reason": ...}` or `{"status": "error", "message": ...}`. `{"op": "status"}`
 answers the service's health and `{"op": "stop"}` asks it to finish what it is doing and exit.
 """
@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
     from typing import Any
+
+HOOK_EVENTS = ("prompt", "stop", "session-start", "session-end")
+"""`octygraph hook EVENT`: UserPromptSubmit, Stop, SessionStart and SessionEnd."""
+HANDOFF_EVENTS = ("stop", "session-end")
+"""Events whose work the service does after acknowledging receipt (nothing to answer)."""
 
 SOCKET_NAME = "octygraph.sock"
 PID_NAME = "octygraph.pid"

@@ -49,8 +49,7 @@ LOCK_WAIT_S = 20.0
 DRAIN_TIMEOUT_S = 60.0
 SPOOL_INTERVAL_S = 2.0
 HANDED_IDS = 10_000
-HOOK_EVENTS = ("prompt", "stop", "session-start")
-HANDOFF_EVENTS = ("stop", "session-start")
+HANDOFF_EVENTS = (*protocol.HANDOFF_EVENTS, "session-start")
 """Session-start is still taken as a hand-off from older clients and their spooled requests."""
 
 
@@ -402,7 +401,7 @@ class Service:
     async def _hook(self, message: dict[str, Any]) -> tuple[dict[str, Any], After | None]:
         received = time.monotonic()
         event = str(message.get("event") or "")
-        if event not in HOOK_EVENTS:
+        if event not in protocol.HOOK_EVENTS:
             return {"status": "error", "message": f"unknown event {event!r}"}, None
         raw = base64.b64decode(str(message.get("payload_b64") or ""), validate=False)
         elapsed = message.get("elapsed_s")
