@@ -127,6 +127,7 @@ def test_tasks_questions_commands_and_code_are_not_stored(message: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1500)  # reads and embeds every shared prompt: minutes on a busy machine
 @pytest.mark.skipif(not SHARED.exists(), reason="the shared data is not beside the repository")
 def test_the_shipped_verdict_is_what_the_training_script_makes(tmp_path: Path) -> None:
     out = tmp_path / "verdict.npz"
