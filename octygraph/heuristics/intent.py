@@ -197,6 +197,10 @@ def _judge(text: str, depth: int) -> str | None:
             return "it tries to override the assistant's instructions or role"
         if _payload(view) or _payload(flat):
             return "it plants a dangerous standing instruction"
+    # The kinds are shapes of plain words: judged on the text with its disguises undone, not on
+    # the digits-for-letters view (a few milliseconds on a long prompt, on the hook's path).
+    plain = normalize(text)
+    for view in dict.fromkeys((plain, _unspaced(plain))):
         kind = planted_kind(view)
         if kind is not None:
             return kind
