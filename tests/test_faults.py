@@ -69,21 +69,25 @@ def test_pipeline_answers_within_the_deadline_whatever_the_fault(
         ctx = make_context(settings, store)
         assert ctx.l1_model is not None
 
-        async def timed() -> tuple[dict[str, Any], float]:
-            started = time.monotonic()
-            result = await run_prompt(
+        started = time.monotonic()
+        result = asyncio.run(
+            run_prompt(
                 "Who handles Anderson?",
                 settings,
                 store,
                 RunOptions(deadline_s=BUDGET_S),
                 context=ctx,
             )
-            return result, time.monotonic() - started
-
-        result, elapsed = asyncio.run(timed())
+        )
+        returned = time.monotonic()
+        answered = [r.answered_at for r in server.requests]
     assert server.requests  # the model was really asked
-    # The trace is written after the deadline's answer, hence the second of slack.
-    assert elapsed < BUDGET_S + 1.0, (elapsed, result["timings_ms"], result["layers"])
+    # The run's deadline is the budget from its start, and no model call began after it.
+    assert ctx.deadline is not None
+    assert started + BUDGET_S <= ctx.deadline <= returned + BUDGET_S
+    assert all(r.received_at < ctx.deadline for r in server.requests), result["layers"]
+    if fault == "slow reply":
+        assert answered == [0.0] * len(answered)  # given up on, never waited out
     assert MEMORY in result["context"]
     if fault != "prose reply":  # a prose reply is an answer, if not a useful one
         assert result["mode"] == "offline", result["layers"]
@@ -106,7 +110,6 @@ def test_prompt_hook_answers_within_its_budget_whatever_the_fault(fault: str, ho
         }
     )
     with openai_server(itertools.repeat(reply)) as server:
-        started = time.monotonic()
         done = run_cli(
             "hook",
             "prompt",
@@ -118,9 +121,11 @@ def test_prompt_hook_answers_within_its_budget_whatever_the_fault(fault: str, ho
                 "PATH": "",
             },
         )
-        elapsed = time.monotonic() - started
+        answered = [r.answered_at for r in server.requests]
     assert done.returncode == 0
-    assert elapsed < budget + 1.0, elapsed  # the process's exit, a little after its answer
+    if fault == "slow reply":
+        assert answered and answered == [0.0] * len(answered)  # the hook did not wait for it
+    # An answer at all means before the budget: the hook's watchdog ends it silently at the budget.
     assert MEMORY in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     debug = Settings.from_env().paths.debug_dir
     (trace,) = [
@@ -166,7 +171,6 @@ def test_invalid_tool_arguments_from_the_retrieve_agent_are_named_in_the_trace(
         monkeypatch.setenv("PATH", "")
         settings = Settings.from_env()
         ctx = make_context(settings, store)
-        started = time.monotonic()
         result = asyncio.run(
             run_prompt(
                 "Who handles Anderson?",
@@ -176,8 +180,8 @@ def test_invalid_tool_arguments_from_the_retrieve_agent_are_named_in_the_trace(
                 context=ctx,
             )
         )
-        elapsed = time.monotonic() - started
-    assert elapsed < BUDGET_S + 1.0
+    assert ctx.deadline is not None
+    assert all(r.received_at < ctx.deadline for r in server.requests)  # none began after it
     assert MEMORY in result["context"]
     calls = trace_of(settings, result)["tool_calls"]
     broken = [c for c in calls if c["loop"] == "retrieve_loop" and c["status"] == "error"]

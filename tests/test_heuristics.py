@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from datetime import date
 
@@ -458,15 +457,16 @@ def test_replacement_signal() -> None:
 # --- speed ----------------------------------------------------------------------------------
 
 
-def _all_four_ms(prompt: str, known: Gazetteer) -> float:
-    start = time.perf_counter()
+def _all_four(prompt: str, known: Gazetteer) -> None:
     c = classify(prompt, known, TODAY)
     plan_retrieval(prompt, c, today=TODAY, known_entities=known)
     filter_storage(prompt, c, TODAY, known_entities=known)
     extract_instructions(prompt, c, today=TODAY, known_entities=known)
-    return (time.perf_counter() - start) * 1000
 
 
+# A hang guard, not a speed figure: the whole test takes well under a second; catastrophic
+# backtracking or a scan per name would take minutes. Typical figures are for bench/.
+@pytest.mark.timeout(60)
 def test_whole_deterministic_path_does_not_blow_up_with_a_large_gazetteer() -> None:
     known = Gazetteer({f"Client {i}": "account" for i in range(5000)} | {"Anderson": "account"})
     prompts = [
@@ -477,15 +477,15 @@ def test_whole_deterministic_path_does_not_blow_up_with_a_large_gazetteer() -> N
         "I'm about to deploy the API. Make sure we check the Globex contract first, and ask "
         "Peter whether the Q3 report is done. Yesterday the build failed because of a missing "
         "env var.",
+        # a pasted wall of text is read by its head
+        "a " * 20000 + "b?",
+        "Peter handles Anderson. " * 2000,
     ]
-    # Typical figures are for bench/, not here (a loaded CI machine says nothing about the code); what
-    # a test can tell is the absence of blow-ups: a 5,000-name gazetteer or a pasted wall of text
-    # (read by its head) costs about as much as a short prompt, never the seconds that catastrophic
-    # backtracking or a scan per name would take.
-    typical = max(_all_four_ms(p, known) for p in prompts)
-    assert typical < 2000, typical
-    assert _all_four_ms("a " * 20000 + "b?", known) < 2000
-    assert _all_four_ms("Peter handles Anderson. " * 2000, known) < 2000
+    for prompt in prompts:
+        _all_four(prompt, known)
+    assert [e.name for e in classify("Who handles Anderson?", known, TODAY).entities] == [
+        "Anderson"
+    ]
 
 
 # --- found by the scenario evaluation (bench/scenarios.py) ----------------------------------

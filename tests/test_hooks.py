@@ -6,6 +6,8 @@ import json
 import os
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,10 +34,24 @@ def prompt_payload(prompt: str, cwd: Path, session: str = "sess-1") -> str:
     )
 
 
-def hook(event: str, stdin: str | bytes, **env: str) -> tuple[int, str, float]:
-    started = time.monotonic()
+def hook(event: str, stdin: str | bytes, **env: str) -> tuple[int, str]:
+    """Exit code and stdout of `octygraph hook EVENT`. It ends by its budget whatever happens: the
+    watchdog (see `test_watchdog_ends_a_stuck_hook_silently`) ends it with exit 0 and no output."""
     result = run_cli("hook", event, input=stdin, env={"OCTY_HOOK_BUDGET_S": HOOK_BUDGET, **env})
-    return result.returncode, result.stdout, time.monotonic() - started
+    return result.returncode, result.stdout
+
+
+def test_watchdog_ends_a_stuck_hook_silently() -> None:
+    """A hook stuck past its deadline is ended with exit 0 and nothing printed, so the prompt goes on."""
+    code = (
+        "import threading, time\n"
+        "from octygraph.service.client import start_watchdog\n"
+        "start_watchdog(time.monotonic() + 0.2, threading.Lock())\n"
+        "time.sleep(600)\n"
+        "print('never')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == "", done.stderr
 
 
 def test_prompt_hook_injects_stored_memory(home: Path) -> None:
@@ -50,7 +66,7 @@ def test_prompt_hook_injects_stored_memory(home: Path) -> None:
         "Anderson",
         "--json",
     )
-    code, out, _ = hook("prompt", prompt_payload("Who handles Anderson?", cwd))
+    code, out = hook("prompt", prompt_payload("Who handles Anderson?", cwd))
     assert code == 0
     data = json.loads(out)
     assert data["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
@@ -60,9 +76,7 @@ def test_prompt_hook_injects_stored_memory(home: Path) -> None:
 
 def test_prompt_hook_stores_and_manifest_lists_it(home: Path) -> None:
     cwd = Path.cwd()
-    code, _, _ = hook(
-        "prompt", prompt_payload("Maria owns the billing service", cwd, session="s-42")
-    )
+    code, _ = hook("prompt", prompt_payload("Maria owns the billing service", cwd, session="s-42"))
     assert code == 0
     listed = cli_json("memory", "manifest", "--session", "s-42", "--json")
     assert any(e["content"] == "Maria owns the billing service" for e in listed)
@@ -80,7 +94,7 @@ def test_prompt_hook_stores_and_manifest_lists_it(home: Path) -> None:
 def test_slash_commands_and_non_human_prompts_are_skipped(home: Path) -> None:
     cwd = Path.cwd()
     for prompt in ("/octybot memory list", "<task-notification>done</task-notification>"):
-        code, out, _ = hook("prompt", prompt_payload(prompt, cwd))
+        code, out = hook("prompt", prompt_payload(prompt, cwd))
         assert code == 0 and out == ""
     assert not (home / "projects" / "proj" / "memory" / "memory.db").exists()
 
@@ -96,9 +110,8 @@ def test_bad_stdin_always_exits_zero_within_budget(home: Path) -> None:
         prompt_payload("A" * 1_000_000, cwd),
     ]
     for stdin in cases:
-        code, out, elapsed = hook("prompt", stdin)
+        code, out = hook("prompt", stdin)
         assert code == 0
-        assert elapsed < float(HOOK_BUDGET) + 10
         if out:
             json.loads(out)
 
@@ -107,9 +120,7 @@ def test_missing_or_corrupt_database_exits_zero(home: Path, tmp_path: Path) -> N
     cwd = Path.cwd()
     corrupt = tmp_path / "corrupt.db"
     corrupt.write_bytes(b"not a database" * 1000)
-    code, out, _ = hook(
-        "prompt", prompt_payload("Who handles Anderson?", cwd), DB_PATH=str(corrupt)
-    )
+    code, out = hook("prompt", prompt_payload("Who handles Anderson?", cwd), DB_PATH=str(corrupt))
     # The user is told once per session, in one line, and the prompt goes through without context.
     assert code == 0
     told = json.loads(out)
@@ -117,11 +128,9 @@ def test_missing_or_corrupt_database_exits_zero(home: Path, tmp_path: Path) -> N
     assert told["systemMessage"].startswith("octygraph: memory is off: ")
     assert "not an octygraph database" in told["systemMessage"]
     assert "octygraph doctor" in told["systemMessage"] and "\n" not in told["systemMessage"]
-    code, out, _ = hook(
-        "prompt", prompt_payload("Who handles Anderson?", cwd), DB_PATH=str(corrupt)
-    )
+    code, out = hook("prompt", prompt_payload("Who handles Anderson?", cwd), DB_PATH=str(corrupt))
     assert code == 0 and out == ""
-    code, out, _ = hook(
+    code, out = hook(
         "prompt", prompt_payload("Who is Peter?", cwd, session="s-2"), DB_PATH=str(corrupt)
     )
     assert code == 0 and "not an octygraph database" in json.loads(out)["systemMessage"]
@@ -132,7 +141,7 @@ def test_missing_or_corrupt_database_exits_zero(home: Path, tmp_path: Path) -> N
     assert corrupt.read_bytes().startswith(b"not a database")
     traces = list((home / "projects" / "proj" / "memory" / "debug").glob("*.json"))
     assert any("not an octygraph database" in t.read_text() for t in traces)
-    code, out, _ = hook(
+    code, out = hook(
         "prompt",
         prompt_payload("Who handles Anderson?", cwd),
         DB_PATH=str(tmp_path / "nowhere" / "missing.db"),
@@ -160,14 +169,13 @@ def test_unreachable_llm_degrades_to_offline_context(home: Path) -> None:
         "1.0",
         "--json",
     )
-    code, out, elapsed = hook(
+    code, out = hook(
         "prompt",
         prompt_payload("I'm about to deploy the API", cwd),
         OCTY_LLM_BASE_URL=f"http://127.0.0.1:{_closed_port()}/v1",
         OCTY_LLM_API_KEY="k",
     )
     assert code == 0
-    assert elapsed < float(HOOK_BUDGET) + 10
     assert (
         "Always run the tests before deploying"
         in json.loads(out)["hookSpecificOutput"]["additionalContext"]
@@ -185,7 +193,7 @@ def test_stop_hook_stores_assistant_report(home: Path) -> None:
             "last_assistant_message": "I migrated the billing service to Postgres 16 and updated the deploy script.",
         }
     )
-    code, out, _ = hook("stop", payload)
+    code, out = hook("stop", payload)
     assert code == 0 and out == ""
     listed = cli_json("memory", "manifest", "--session", "s-stop", "--json")
     assert listed and all(e["source"] == "claude" for e in listed)
@@ -198,7 +206,7 @@ def test_stop_hook_stores_assistant_report(home: Path) -> None:
             "last_assistant_message": "I deleted the staging database.",
         }
     )
-    code, out, _ = hook("stop", active)
+    code, out = hook("stop", active)
     assert code == 0 and out == ""
     assert cli_json("memory", "manifest", "--session", "s2", "--json") == []
 
@@ -227,7 +235,7 @@ def test_usage_is_posted_after_a_hook_run(home: Path) -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}"
-        code, _, _ = hook(
+        code, _ = hook(
             "prompt", prompt_payload("Maria owns the billing service", cwd), WORKER_URL=url
         )
         assert code == 0
@@ -241,7 +249,7 @@ def test_usage_is_posted_after_a_hook_run(home: Path) -> None:
     finally:
         server.shutdown()
     # A dead server changes nothing for the user.
-    code, out, _ = hook(
+    code, out = hook(
         "prompt",
         prompt_payload("Who owns billing?", cwd),
         WORKER_URL=f"http://127.0.0.1:{_closed_port()}",
@@ -283,7 +291,7 @@ def test_dev_mode_logs_hook_runs_with_timestamps(home: Path) -> None:
     cwd = Path.cwd()
     turned_on = run_cli("dev-mode", "--on")
     assert turned_on.returncode == 0 and "Dev mode is on" in turned_on.stdout
-    code, _, _ = hook("prompt", prompt_payload("Maria owns the billing service", cwd))
+    code, _ = hook("prompt", prompt_payload("Maria owns the billing service", cwd))
     assert code == 0
     log = (home / "projects" / "proj" / "memory" / "debug" / "dev.log").read_text()
     stamp, event, details = log.splitlines()[0].split(" ", 2)
@@ -298,7 +306,7 @@ def test_misconfigured_llm_falls_back_to_offline_context(home: Path) -> None:
     cwd = Path.cwd()
     cli_json("memory", "add", "Peter handles the Anderson account", "--json")
     # An @cf/ model without CF_ACCOUNT_ID cannot be reached: the hook thinks without the LLM.
-    code, out, _ = hook(
+    code, out = hook(
         "prompt",
         prompt_payload("Who handles the Anderson account?", cwd),
         LAYER1="@cf/meta/llama-3.1-8b-instruct",
@@ -318,18 +326,14 @@ def test_bad_setting_is_told_once_per_session_and_explained_by_doctor(home: Path
     assert healthy.returncode == 0, healthy.stdout + healthy.stderr
     assert "PROBLEM" not in healthy.stdout
 
-    code, out, elapsed = hook(
-        "prompt", prompt_payload("Who handles Anderson?", cwd), OCTY_MAX_TURNS="lots"
-    )
-    assert code == 0 and elapsed < float(HOOK_BUDGET) + 10
+    code, out = hook("prompt", prompt_payload("Who handles Anderson?", cwd), OCTY_MAX_TURNS="lots")
+    assert code == 0
     message = json.loads(out)["systemMessage"]
     assert "OCTY_MAX_TURNS" in message and "'lots'" in message and "doctor" in message
-    code, out, _ = hook(
-        "prompt", prompt_payload("Who handles Anderson?", cwd), OCTY_MAX_TURNS="lots"
-    )
+    code, out = hook("prompt", prompt_payload("Who handles Anderson?", cwd), OCTY_MAX_TURNS="lots")
     assert code == 0 and "systemMessage" not in out
     # Once fixed, memory is back and nothing more is said.
-    code, out, _ = hook("prompt", prompt_payload("Who handles Anderson?", cwd))
+    code, out = hook("prompt", prompt_payload("Who handles Anderson?", cwd))
     data = json.loads(out)
     assert "systemMessage" not in data
     assert "Peter handles the Anderson account" in data["hookSpecificOutput"]["additionalContext"]

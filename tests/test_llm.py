@@ -53,6 +53,38 @@ from octygraph.settings import Settings
 BASE = 0.01  # first retry delay in these tests
 
 
+class Waits:
+    """What the resilient model waited for: each retry delay and each request's time limit.
+
+    Wraps `asyncio.sleep` and `asyncio.timeout` as `octygraph.llm.resilient` sees them (the waits still
+    happen), so a test checks the delays the code chose, not how long the machine took.
+    """
+
+    def __init__(self) -> None:
+        self.sleeps: list[float] = []
+        self.limits: list[float | None] = []
+
+    async def sleep(self, delay: float) -> None:
+        self.sleeps.append(delay)
+        await asyncio.sleep(delay)
+
+    def timeout(self, delay: float | None) -> Any:
+        self.limits.append(delay)
+        return asyncio.timeout(delay)
+
+
+@pytest.fixture
+def waits(monkeypatch: pytest.MonkeyPatch) -> Waits:
+    import types
+
+    from octygraph.llm import resilient
+
+    seen = Waits()
+    proxy = types.SimpleNamespace(sleep=seen.sleep, timeout=seen.timeout)
+    monkeypatch.setattr(resilient, "asyncio", proxy)
+    return seen
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -210,7 +242,7 @@ async def test_local_base_url_wins_over_openrouter(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
-async def test_rate_limit_is_retried_with_a_doubled_delay(tmp_path: Path) -> None:
+async def test_rate_limit_is_retried_with_a_doubled_delay(tmp_path: Path, waits: Waits) -> None:
     settings = make_settings(tmp_path, OPENROUTER_API_KEY="sk")
     script = [
         error_reply(429, "slow down"),
@@ -220,9 +252,7 @@ async def test_rate_limit_is_retried_with_a_doubled_delay(tmp_path: Path) -> Non
     ]
     with openai_server(script) as server:
         model = model_for(settings, {"OCTY_OPENROUTER_BASE_URL": server.base_url})
-        start = time.perf_counter()
         limited = await model.ainvoke("one")
-        elapsed = time.perf_counter() - start
         failed = await model.ainvoke("two")
     assert limited.content == "after 429" and failed.content == "after 500"
     assert len(server.requests) == 4
@@ -231,37 +261,35 @@ async def test_rate_limit_is_retried_with_a_doubled_delay(tmp_path: Path) -> Non
     assert rate_limited["status"] == 429 and server_error["status"] == 500
     assert server_error["delay_s"] == pytest.approx(BASE)
     assert rate_limited["delay_s"] == pytest.approx(2 * BASE)
-    assert elapsed >= 2 * BASE  # the delay was really waited
+    assert waits.sleeps == pytest.approx([2 * BASE, BASE])  # the delays were really waited
 
 
 @pytest.mark.anyio
-async def test_retry_after_is_honoured(tmp_path: Path) -> None:
+async def test_retry_after_is_honoured(tmp_path: Path, waits: Waits) -> None:
     settings = make_settings(tmp_path, OPENROUTER_API_KEY="sk")
     script = [error_reply(429, "slow down", **{"Retry-After": "0.3"}), text_reply("after the wait")]
     with openai_server(script) as server:
         model = model_for(settings, {"OCTY_OPENROUTER_BASE_URL": server.base_url})
-        start = time.perf_counter()
         reply = await model.ainvoke("one")
-        elapsed = time.perf_counter() - start
     assert reply.content == "after the wait"
     (attempt,) = reply.response_metadata["octy_attempts"]
     assert attempt["retry_after_s"] == pytest.approx(0.3) and attempt["delay_s"] == pytest.approx(
         0.3
     )
-    assert elapsed >= 0.3  # the server's wait, not the 2 * BASE backoff
+    assert waits.sleeps == pytest.approx([0.3])  # the server's wait, not the 2 * BASE backoff
 
 
 @pytest.mark.anyio
-async def test_retry_after_longer_than_a_prompt_can_wait_gives_up_at_once(tmp_path: Path) -> None:
+async def test_retry_after_longer_than_a_prompt_can_wait_gives_up_at_once(
+    tmp_path: Path, waits: Waits
+) -> None:
     settings = make_settings(tmp_path, OPENROUTER_API_KEY="sk")
     script = [error_reply(429, "come back later", **{"Retry-After": "120"}), text_reply("late")]
     with openai_server(script) as server:
         model = model_for(settings, {"OCTY_OPENROUTER_BASE_URL": server.base_url})
-        start = time.perf_counter()
         with pytest.raises(LLMUnavailable, match="429"):
             await model.ainvoke("one")
-        elapsed = time.perf_counter() - start
-    assert len(server.requests) == 1 and elapsed < 5
+    assert len(server.requests) == 1 and waits.sleeps == []  # no wait for the 120 s
 
 
 def _with_deadline(seconds: float) -> dict[str, Any]:
@@ -269,28 +297,28 @@ def _with_deadline(seconds: float) -> dict[str, Any]:
 
 
 @pytest.mark.anyio
-async def test_deadline_bounds_a_slow_reply(tmp_path: Path) -> None:
+async def test_deadline_bounds_a_slow_reply(tmp_path: Path, waits: Waits) -> None:
     settings = make_settings(tmp_path, OPENROUTER_API_KEY="sk")
     with openai_server([slow(text_reply("too late"), 20)]) as server:
         model = model_for(settings, {"OCTY_OPENROUTER_BASE_URL": server.base_url})
-        start = time.perf_counter()
         with pytest.raises(LLMUnavailable, match="deadline"):
             await model.ainvoke("one", _with_deadline(0.5))
-        elapsed = time.perf_counter() - start
-    assert len(server.requests) == 1 and 0.4 < elapsed < 2
+        answered = server.requests[0].answered_at
+    # The request was given the time left before the deadline, and was given up unanswered.
+    (limit,) = waits.limits
+    assert limit is not None and 0 < limit <= 0.5
+    assert len(server.requests) == 1 and answered == 0 and waits.sleeps == []
 
 
 @pytest.mark.anyio
-async def test_deadline_bounds_the_retry_waits(tmp_path: Path) -> None:
+async def test_deadline_bounds_the_retry_waits(tmp_path: Path, waits: Waits) -> None:
     settings = make_settings(tmp_path, OPENROUTER_API_KEY="sk")
     script = [error_reply(429, "wait", **{"Retry-After": "2"}), text_reply("after the wait")]
     with openai_server(script) as server:
         model = model_for(settings, {"OCTY_OPENROUTER_BASE_URL": server.base_url})
-        start = time.perf_counter()
         with pytest.raises(LLMUnavailable, match="no time left for a retry"):
             await model.ainvoke("one", _with_deadline(1.0))
-        elapsed = time.perf_counter() - start
-    assert len(server.requests) == 1 and elapsed < 1
+    assert len(server.requests) == 1 and waits.sleeps == []  # the 2 s wait was not started
 
 
 def test_sync_invoke_retries_too(tmp_path: Path) -> None:
@@ -344,16 +372,17 @@ async def test_empty_reply_falls_back_to_anthropic(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
-async def test_dead_fallback_raises_llm_unavailable_quickly(tmp_path: Path) -> None:
+async def test_dead_fallback_raises_llm_unavailable_quickly(tmp_path: Path, waits: Waits) -> None:
     pytest.importorskip("langchain_anthropic")  # the optional `anthropic` extra
     settings = make_settings(tmp_path, OPENROUTER_API_KEY="sk", ANTHROPIC_API_KEY="ak")
     with openai_server(itertools.cycle([empty_reply()])) as primary:
         env = {"OCTY_OPENROUTER_BASE_URL": primary.base_url, "ANTHROPIC_BASE_URL": closed_port()}
         model = model_for(settings, env, timeout_s=2)
-        start = time.perf_counter()
         with pytest.raises(LLMUnavailable) as info:
             await model.ainvoke("hi")
-    assert time.perf_counter() - start < 2.0
+    # Only the primary's three retries waited; the refused fallback was not retried.
+    assert waits.sleeps == pytest.approx([BASE, 2 * BASE, 4 * BASE])
+    assert len(primary.requests) == 4
     assert "openrouter: empty reply" in str(info.value)
     assert "anthropic: unreachable" in str(info.value)
 

@@ -75,6 +75,7 @@ def test_two_processes_appending_lose_nothing(tmp_path: Path) -> None:
         "from pathlib import Path\n"
         "from octygraph.claude import manifest\n"
         "path, go, name = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]\n"
+        "(go.parent / f'ready-{name}').touch()\n"
         "while not go.exists():\n"
         "    time.sleep(0.001)\n"
         "for i in range(50):\n"
@@ -86,8 +87,11 @@ def test_two_processes_appending_lose_nothing(tmp_path: Path) -> None:
         subprocess.Popen([sys.executable, "-c", code, str(path), str(go), name], env=env)
         for name in ("a", "b")
     ]
-    time.sleep(0.3)  # both interpreters are up and waiting
-    go.touch()
+    deadline = time.monotonic() + 60
+    while not all((tmp_path / f"ready-{n}").exists() for n in ("a", "b")):
+        assert time.monotonic() < deadline, "the two writers never started"
+        time.sleep(0.01)
+    go.touch()  # both interpreters are up and waiting
     for proc in procs:
         assert proc.wait(timeout=30) == 0
 

@@ -8,7 +8,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -82,8 +84,14 @@ def scripted(brain: Brain) -> ScriptedChatModel:
 
 
 def run(
-    store: MemoryStore, prompt: str, model: ScriptedChatModel, **ctx_overrides: Any
+    store: MemoryStore,
+    prompt: str,
+    model: ScriptedChatModel,
+    after: Callable[[], None] | None = None,
+    **ctx_overrides: Any,
 ) -> dict[str, Any]:
+    """Run `prompt` through the pipeline; `after` is called the moment the run returns, inside its
+    event loop (a tool thread cut by a timeout may still be at work then)."""
     settings = Settings.from_env()
     usage = UsageTracker()
     ctx = Context(
@@ -96,13 +104,13 @@ def run(
         **ctx_overrides,
     )
 
-    async def timed() -> dict[str, Any]:
-        # Timed inside the loop: a tool thread cut by the timeout may still be sleeping afterwards.
-        started = time.monotonic()
+    async def go() -> dict[str, Any]:
         result = await run_prompt(prompt, settings, store, RunOptions(), context=ctx)
-        return {**result, "elapsed_s": time.monotonic() - started}
+        if after is not None:
+            after()
+        return result
 
-    return asyncio.run(timed())
+    return asyncio.run(go())
 
 
 def trace_of(result: dict[str, Any]) -> dict[str, Any]:
@@ -324,10 +332,15 @@ def test_slow_tool_is_cut_by_the_timeout(
         "instruction", "Always run the tests before deploying", subtype="rule", scope=1.0
     )
     real = ops.search_facts
+    gate = threading.Event()  # the search is held until the run has returned (or 30 s)
+    searched = threading.Event()
 
     def slow(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(3)
-        return real(*args, **kwargs)
+        gate.wait(timeout=30)
+        try:
+            return real(*args, **kwargs)
+        finally:
+            searched.set()
 
     monkeypatch.setattr(ops, "search_facts", slow)
     brain = Brain(
@@ -340,8 +353,16 @@ def test_slow_tool_is_cut_by_the_timeout(
             line[2:] for line in str(m[-1].content).splitlines() if line.startswith("- ")
         ),
     )
-    result = run(store, "I'm about to deploy the API", scripted(brain), loop_timeout_s=0.5)
-    assert result["elapsed_s"] < 2.5
+    at_return: list[bool] = []
+
+    def after() -> None:
+        at_return.append(searched.is_set())
+        gate.set()
+
+    result = run(
+        store, "I'm about to deploy the API", scripted(brain), after=after, loop_timeout_s=0.5
+    )
+    assert at_return == [False]  # the run answered without waiting for the held search
     assert "Always run the tests before deploying" in result["context"]
     assert any("timeout" in n for n in trace_of(result)["notes"])
 
@@ -433,16 +454,16 @@ def test_server_errors_on_every_call_keep_the_memory_and_report_offline(
         settings = Settings.from_env()
         ctx = make_context(settings, store)
         assert ctx.l1_model is not None
-        started = time.monotonic()
         result = asyncio.run(
             run_prompt("Who handles Anderson?", settings, store, RunOptions(), context=ctx)
         )
-        elapsed = time.monotonic() - started
-    assert server.requests  # the model was really asked
+    # The model was really asked: the calls in flight when the endpoint first failed (classify and
+    # the plan, side by side) tried four times each; every later call skipped the endpoint.
+    asked = Counter(r.body["messages"][0]["content"][:60] for r in server.requests)
+    assert asked and len(asked) <= 2 and max(asked.values()) <= 4, asked
     assert result["mode"] == "offline", result["usage"]  # ... and never answered
     assert "Peter handles the Anderson account" in result["context"]
     assert any("HTTP 500" in note for note in trace_of(result)["notes"])
-    assert elapsed < 12
 
 
 def test_the_answer_does_not_wait_for_the_store_half(
@@ -453,8 +474,11 @@ def test_the_answer_does_not_wait_for_the_store_half(
     store.add_node("fact", "Peter handles the Anderson account")
     real = writes.store_memory
 
+    gate = threading.Event()  # the write is held until the answer is out (or 30 s)
+    events: list[str] = []
+
     def slow_write(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(2)  # a slow store half: the answer must not wait for it
+        events.append("write released" if gate.wait(timeout=30) else "write timed out")
         return real(*args, **kwargs)
 
     monkeypatch.setattr(writes, "store_memory", slow_write)
@@ -489,24 +513,20 @@ def test_the_answer_does_not_wait_for_the_store_half(
         l2_model=scripted(brain),
         usage=UsageTracker(),
     )
-    answers: list[tuple[float, dict[str, Any]]] = []
+    answers: list[dict[str, Any]] = []
 
-    async def go() -> tuple[float, dict[str, Any]]:
-        started = time.monotonic()
+    async def on_answer(early: dict[str, Any]) -> None:
+        answers.append(early)
+        events.append("answered")
+        gate.set()
 
-        async def on_answer(early: dict[str, Any]) -> None:
-            answers.append((time.monotonic() - started, early))
-
-        result = await run_prompt(
-            told, settings, store, RunOptions(), context=ctx, on_answer=on_answer
-        )
-        return time.monotonic() - started, result
-
-    total, result = asyncio.run(go())
-    [(answered_after, early)] = answers
+    result = asyncio.run(
+        run_prompt(told, settings, store, RunOptions(), context=ctx, on_answer=on_answer)
+    )
+    [early] = answers
     assert "Peter handles the Anderson account" in early["context"]
     assert early["stored"] == []  # the store half was still at work
-    assert answered_after < 1.5 < 2 <= total, (answered_after, total)
+    assert events == ["answered", "write released"]  # the answer did not wait for the write
     assert [s["content"] for s in result["stored"]] == ["Lisa handles the Zephyr account"]
     assert result["context"] == early["context"]
 

@@ -10,7 +10,6 @@ an SQLite file.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -344,9 +343,13 @@ def test_one_graph_index_still_searches_exactly(pg_url: str, embedder: LocalEmbe
 
 
 def test_require_postgres_is_set_in_ci() -> None:
-    # CI sets OCTY_REQUIRE_POSTGRES=1 so a missing server fails instead of skipping; see .ci/run.
-    if os.environ.get("CI") == "true":
-        assert os.environ.get("OCTY_REQUIRE_POSTGRES") == "1"
+    """CI exports OCTY_REQUIRE_POSTGRES=1 before it runs the tests, so a missing server fails the run
+    (see the `pg_url` fixture) instead of skipping the PostgreSQL tests unseen."""
+    script = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text().splitlines()
+    lines = [line.strip() for line in script]
+    tests = next(i for i, line in enumerate(lines) if line.startswith("python -m pytest"))
+    assert "export OCTY_REQUIRE_POSTGRES=1" in lines[:tests]
+    assert not any("OCTY_REQUIRE_POSTGRES" in line for line in lines[tests:])  # not undone after
 
 
 def test_pipeline_and_commands_on_postgres(
