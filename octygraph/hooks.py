@@ -4,8 +4,8 @@ Whatever happens (bad stdin, a broken database, an LLM that is down, the time bu
 print valid output or nothing and return normally, so the caller always exits 0 and the prompt goes through.
 Why a run degraded is written to the project's trace folder.
 
-`handle` turns one hook call into its stdout text; the in-process hook (`answer`, `prompt_hook`,
-`stop_hook`) and the resident service (`octygraph.service`) both run it.
+`handle` turns one hook call into its stdout text; the in-process hook (`answer`, run by the hook's thin
+client when no service answers) and the resident service (`octygraph.service`) both run it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from octygraph.claude import hook_io, manifest, modes
 from octygraph.private import private_mkdir
@@ -511,68 +511,3 @@ def answer(
         return ""
     reply.finish()
     return reply.stdout
-
-
-def process_started() -> float:
-    """`time.monotonic()` when this process started: the hook's budget counts interpreter start and imports.
-
-    Read from the kernel where it says (Linux); elsewhere, now.
-    """
-    now = time.monotonic()
-    try:
-        stat = Path("/proc/self/stat").read_text()
-        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, after the command name
-        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, AttributeError):
-        return now
-    return now - min(max(age, 0.0), 60.0)
-
-
-def _hook(event: str, stdin: IO[bytes], stdout: IO[str]) -> None:
-    started = process_started()
-    try:
-        raw = hook_io.read_stdin_bounded(stdin)
-
-        def emit(output: str) -> None:
-            if output:
-                stdout.write(output)
-                stdout.flush()
-
-        answer(event, raw, started=started, emit=emit)
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
-            return
-        _record_failure(None, event, f"{type(exc).__name__}: {exc}")
-
-
-def prompt_hook(stdin: IO[bytes], stdout: IO[str]) -> None:
-    """UserPromptSubmit: print the documented JSON with the context, or nothing."""
-    _hook("prompt", stdin, stdout)
-
-
-def stop_hook(stdin: IO[bytes], stdout: IO[str]) -> None:
-    """Stop: store what the assistant reports having done or decided; print nothing."""
-    _hook("stop", stdin, stdout)
-
-
-def session_start_hook(stdin: IO[bytes], stdout: IO[str]) -> None:
-    """SessionStart: print the documented JSON with the standing block, or nothing."""
-    _hook("session-start", stdin, stdout)
-
-
-def main(event: str) -> int:
-    """Entry for `octygraph hook EVENT`; always 0."""
-    if os.environ.get("OCTY_NO_HOOKS") == "1":
-        return (
-            0  # set around our own `claude -p` fallback calls, so a user-level hook cannot recurse
-        )
-    handler = {"prompt": prompt_hook, "stop": stop_hook, "session-start": session_start_hook}.get(
-        event
-    )
-    if handler is not None:
-        handler(sys.stdin.buffer, sys.stdout)
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else ""))

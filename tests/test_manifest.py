@@ -41,21 +41,12 @@ def test_append_load_and_remove_session(tmp_path: Path) -> None:
     assert all(e["stored_at"] for e in all_entries)
     assert set(all_entries[0]) == set(manifest.ENTRY_FIELDS)
     assert [e["node_id"] for e in manifest.load(path, session="s1")] == ["n1", "n3"]
-    assert manifest.sessions(path) == [("s1", 2), ("s2", 1)]
 
     removed = manifest.remove_session(path, "s1")
     assert [e["content"] for e in removed] == ["Peter handles Anderson", "Delivery due Friday"]
     assert [e["node_id"] for e in manifest.load(path)] == ["n2"]
     assert (path.stat().st_mode & 0o777) == 0o600
     assert json.loads(path.read_text())["version"] == manifest.VERSION
-
-
-def test_remove_nodes(tmp_path: Path) -> None:
-    path = tmp_path / ".stored-manifest.json"
-    manifest.append(path, [entry("s1", "n1"), entry("s1", "n2"), entry("s2", "n3")])
-    removed = manifest.remove_nodes(path, ["n2", "n3", "missing"])
-    assert sorted(e["node_id"] for e in removed) == ["n2", "n3"]
-    assert [e["node_id"] for e in manifest.load(path)] == ["n1"]
 
 
 def test_entry_without_node_id_is_rejected_and_nothing_written(tmp_path: Path) -> None:

@@ -168,14 +168,6 @@ def load(path: Path, session: str | None = None) -> list[ManifestEntry]:
     return [entry for entry in entries if entry["session_id"] == session]
 
 
-def sessions(path: Path) -> list[tuple[str, int]]:
-    """Session ids in the order first seen, with how many entries each has."""
-    counts: dict[str, int] = {}
-    for entry in load(path):
-        counts[entry["session_id"]] = counts.get(entry["session_id"], 0) + 1
-    return list(counts.items())
-
-
 def remove_session(path: Path, session: str) -> list[ManifestEntry]:
     """Drop every entry of `session` and return them (the caller deletes the nodes)."""
     if not path.exists():
@@ -186,20 +178,5 @@ def remove_session(path: Path, session: str) -> list[ManifestEntry]:
         if not removed:
             return current, []
         return [entry for entry in current if entry["session_id"] != session], removed
-
-    return _update(path, change)
-
-
-def remove_nodes(path: Path, node_ids: Iterable[str]) -> list[ManifestEntry]:
-    """Drop the entries of the given nodes (for example after they were deleted) and return them."""
-    wanted = set(node_ids)
-    if not wanted or not path.exists():
-        return []
-
-    def change(current: list[ManifestEntry]) -> tuple[list[ManifestEntry], list[ManifestEntry]]:
-        removed = [entry for entry in current if entry["node_id"] in wanted]
-        if not removed:
-            return current, []
-        return [entry for entry in current if entry["node_id"] not in wanted], removed
 
     return _update(path, change)
