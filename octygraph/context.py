@@ -6,7 +6,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 # Imported for real (not under TYPE_CHECKING): tools build their schema from `ToolRuntime[Context]`.
@@ -139,10 +138,6 @@ class Context:
         if not self.session_id or self.session_id == CLI_SESSION:
             return None
         return SessionLog(self.get_settings().paths.memory_dir, self.session_id)
-
-    def transcript_visible(self) -> bool:
-        """Whether the session's transcript exists, so what it stored is already in front of the model."""
-        return bool(self.transcript_path) and Path(str(self.transcript_path)).is_file()
 
     def get_settings(self) -> Settings:
         if self.settings is None:

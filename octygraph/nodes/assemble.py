@@ -200,14 +200,9 @@ async def assemble(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     # runs alongside, so its writes are known by the run's ledger (`Context.note_written`), not the state.
     own = ctx.written()
     log = ctx.session_log()
-    # What this session was already given is in its conversation: skip it (until a compaction drops it;
-    # the SessionStart hook then clears the log). What it told itself is skipped while its transcript
-    # shows it; without one (a replay, a bare API call) nothing proves the model still has it.
-    seen = (
-        await asyncio.to_thread(log.seen, stored=ctx.transcript_visible())
-        if log is not None
-        else set()
-    )
+    # What this session was already given, and what its own messages stored, is in its conversation:
+    # skip it (until a compaction drops it; the SessionStart hook then clears the log).
+    seen = await asyncio.to_thread(log.seen) if log is not None else set()
     sections = await asyncio.to_thread(
         collect,
         ctx.memory(),
