@@ -76,6 +76,22 @@ def test_tokens_are_scoped_to_projects(team: dict[str, Any]) -> None:
     assert call(url, "/v1/projects/falcon/nothing", body, team["falcon"])[0] == 404
 
 
+def test_errors_are_json_with_a_message(team: dict[str, Any]) -> None:
+    url, falcon = team["url"], team["falcon"]
+    assert call(url, "/v1/nowhere") == (404, {"error": "No such route."})
+    assert call(url, "/v1/health", {}) == (404, {"error": "No such route."})  # POST: no such route
+    assert call(url, "/v1/projects/bad%21name/run", {}, falcon)[0] == 404
+    status, reply = call(url, "/v1/projects/falcon/hook/lunch", {}, falcon)
+    assert (status, reply) == (404, {"error": "Unknown hook event 'lunch'."})
+    assert call(url, "/v1/projects/falcon/hook/lunch", {})[0] == 401  # the token is checked first
+    status, reply = call(url, "/v1/projects/falcon/search", [1, 2], falcon)
+    assert (status, reply) == (400, {"error": "The body must be a JSON object."})
+    status, reply = call(url, "/v1/projects/falcon/search", {"query": " "}, falcon)
+    assert (status, reply) == (400, {"error": "The search needs some words."})
+    status, reply = call(url, "/v1/projects/falcon/search", "x" * 1_000_001, falcon)
+    assert (status, reply) == (413, {"error": "The request body is too large."})
+
+
 def test_run_and_search_over_http_keep_projects_apart(team: dict[str, Any]) -> None:
     url, falcon, heron = team["url"], team["falcon"], team["heron"]
     status, told = call(

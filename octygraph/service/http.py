@@ -1,5 +1,7 @@
 """`octygraph serve --http`: a team's shared memory server, pipeline and search over HTTP.
 
+Starlette routes run by uvicorn; the pipeline's blocking calls run in Starlette's thread pool.
+
 Teammates' hooks reach it with OCTY_SERVER_URL and OCTY_SERVER_TOKEN (see `remote_hook`); behind it the
 memories are wherever the server's own settings put them, normally PostgreSQL (OCTY_DATABASE_URL).
 
@@ -28,13 +30,21 @@ import logging
 import os
 import re
 import secrets
+import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from octygraph.service import protocol
 from octygraph.settings import Settings, sanitize_project_id
@@ -42,7 +52,6 @@ from octygraph.settings import Settings, sanitize_project_id
 log = logging.getLogger("octygraph.http")
 
 MAX_BODY = 1_000_000
-_ROUTE = re.compile(r"^/v1/projects/([A-Za-z0-9_.-]{1,100})/(hook/([a-z-]+)|run|search)$")
 
 
 def token_hash(token: str) -> str:
@@ -174,88 +183,145 @@ class TeamServer:
         return asyncio.run(go())
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server_version = "octygraph"
-    team: TeamServer  # set on the subclass made by make_server
+_PROJECT = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+_EVENT = re.compile(r"[a-z-]+")
 
-    def log_message(self, format: str, *args: Any) -> None:
-        log.info("%s %s", self.address_string(), format % args)
 
-    def _send(self, status: HTTPStatus, payload: Any) -> None:
-        data = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
+class _JSON(Response):
+    """JSON as `json.dumps` writes it by default (the contract the hooks' client reads)."""
 
-    def _error(self, status: HTTPStatus, message: str) -> None:
-        self._send(status, {"error": message})
+    media_type = "application/json"
 
-    def do_GET(self) -> None:
-        if self.path == "/v1/health":
-            self._send(HTTPStatus.OK, {"status": "ok", "requests": self.team.requests})
-        else:
-            self._error(HTTPStatus.NOT_FOUND, "No such route.")
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content).encode("utf-8")
 
-    def do_POST(self) -> None:
-        match = _ROUTE.match(self.path)
-        if match is None:
-            self._error(HTTPStatus.NOT_FOUND, "No such route.")
-            return
-        project = sanitize_project_id(match.group(1))
-        denied = self.team.tokens.check(self.headers.get("Authorization"), project)
+
+def _error(status: HTTPStatus, message: str) -> Response:
+    return _JSON({"error": message}, status_code=status)
+
+
+def _no_route() -> Response:
+    return _error(HTTPStatus.NOT_FOUND, "No such route.")
+
+
+def _after_safely(after: Callable[[], None]) -> None:
+    """The store half of a prompt, after the answer went out (as the local service does)."""
+    try:
+        after()
+    except Exception:
+        log.exception("after-run work failed")
+
+
+def make_app(team: TeamServer) -> Starlette:
+    """The team server's routes (see the module's docstring), on Starlette."""
+
+    async def health(request: Request) -> Response:
+        return _JSON({"status": "ok", "requests": team.requests})
+
+    async def project_call(request: Request) -> Response:
+        name = str(request.path_params["project"])
+        event = request.path_params.get("event")
+        if not _PROJECT.fullmatch(name) or (event is not None and not _EVENT.fullmatch(event)):
+            return _no_route()
+        project = sanitize_project_id(name)
+        denied = team.tokens.check(request.headers.get("authorization"), project)
         if denied is HTTPStatus.UNAUTHORIZED:
-            self._error(denied, "A valid bearer token is needed (Authorization: Bearer TOKEN).")
-            return
+            return _error(denied, "A valid bearer token is needed (Authorization: Bearer TOKEN).")
         if denied is HTTPStatus.FORBIDDEN:
-            self._error(denied, f"This token may not use project {project!r}.")
-            return
-        length = int(self.headers.get("Content-Length") or 0)
+            return _error(denied, f"This token may not use project {project!r}.")
+        try:
+            length = int(request.headers.get("content-length") or 0)
+        except ValueError:
+            length = 0
         if length > MAX_BODY:
-            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "The request body is too large.")
-            return
-        raw = self.rfile.read(length) if length else b""
-        self.team.requests += 1
-        after = None
+            return _error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "The request body is too large.")
+        raw = await request.body()
+        if len(raw) > MAX_BODY:
+            return _error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "The request body is too large.")
+        team.requests += 1
+        after: Callable[[], None] | None = None
         payload: Any
         try:
-            if match.group(3) is not None:
-                event = match.group(3)
+            if event is not None:
                 if event not in protocol.HOOK_EVENTS:
-                    self._error(HTTPStatus.NOT_FOUND, f"Unknown hook event {event!r}.")
-                    return
-                payload, after = self.team.hook(project, event, raw)
+                    return _error(HTTPStatus.NOT_FOUND, f"Unknown hook event {event!r}.")
+                payload, after = await run_in_threadpool(team.hook, project, event, raw)
             else:
                 body = json.loads(raw or b"{}")
                 if not isinstance(body, dict):
                     raise ValueError("The body must be a JSON object.")
-                if match.group(2) == "run":
-                    payload = self.team.run(project, body)
-                else:
-                    payload = self.team.search(project, body)
-        except (ValueError, json.JSONDecodeError) as exc:
-            self._error(HTTPStatus.BAD_REQUEST, str(exc))
-            return
+                work = team.run if request.url.path.endswith("/run") else team.search
+                payload = await run_in_threadpool(work, project, body)
+        except ValueError as exc:  # json.JSONDecodeError included
+            return _error(HTTPStatus.BAD_REQUEST, str(exc))
         except Exception as exc:
             log.exception("request failed")
-            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
-            return
-        self._send(HTTPStatus.OK, payload)
-        if after is not None:
-            # The store half of a prompt, after the answer went out (as the local service does).
-            try:
-                after()
-            except Exception:
-                log.exception("after-run work failed")
+            return _error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
+        background = None if after is None else BackgroundTask(_after_safely, after)
+        return _JSON(payload, background=background)
+
+    async def not_found(request: Request) -> Response:
+        return _no_route()
+
+    every = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    return Starlette(
+        routes=[
+            Route("/v1/health", health, methods=["GET"]),
+            Route("/v1/projects/{project}/hook/{event}", project_call, methods=["POST"]),
+            Route("/v1/projects/{project}/run", project_call, methods=["POST"]),
+            Route("/v1/projects/{project}/search", project_call, methods=["POST"]),
+            Route("/{path:path}", not_found, methods=every),
+        ]
+    )
 
 
-def make_server(host: str, port: int, team: TeamServer) -> ThreadingHTTPServer:
-    handler = type("Handler", (_Handler,), {"team": team})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
-    return server
+class TeamHTTPServer:
+    """The team server's app under uvicorn, on a socket bound at once (so port 0 is known).
+
+    `serve_forever` runs it in the calling thread until `shutdown` (from another thread) or, in the
+    main thread, Ctrl-C / SIGTERM; `server_close` closes the socket.
+    """
+
+    def __init__(self, host: str, port: int, team: TeamServer) -> None:
+        self.team = team
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.socket.bind((host, port))
+            self.socket.listen(128)
+        except OSError:
+            self.socket.close()
+            raise
+        self.server_address: tuple[str, int] = self.socket.getsockname()[:2]
+        config = uvicorn.Config(
+            make_app(team),
+            lifespan="off",
+            log_config=None,  # the process's logging (`configure_logging`) stays as it is
+            access_log=False,
+            server_header=False,
+            timeout_graceful_shutdown=10,
+        )
+        self._server = uvicorn.Server(config)
+        self._done = threading.Event()
+
+    def serve_forever(self) -> None:
+        try:
+            self._server.run(sockets=[self.socket])
+        finally:
+            self._done.set()
+
+    def shutdown(self) -> None:
+        """Stop taking requests and wait until `serve_forever` has returned."""
+        self._server.should_exit = True
+        self._done.wait(timeout=30)
+
+    def server_close(self) -> None:
+        self.socket.close()
+
+
+def make_server(host: str, port: int, team: TeamServer) -> TeamHTTPServer:
+    return TeamHTTPServer(host, port, team)
 
 
 def serve_http(host: str, port: int, tokens_file: Path, env: Mapping[str, str]) -> int:
