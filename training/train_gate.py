@@ -192,19 +192,25 @@ def features(rows: list[Row]) -> np.ndarray:
 
 
 def _fit(
-    x: np.ndarray, y: np.ndarray, c: float, *, balanced: bool = True, vector_dims: int = 0
+    x: np.ndarray,
+    y: np.ndarray,
+    c: float,
+    *,
+    balanced: bool = True,
+    vector_dims: int = 0,
+    sample_weight: np.ndarray | None = None,
 ) -> Logistic:
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    scaler = StandardScaler().fit(x)
+    scaler = StandardScaler().fit(x, sample_weight=sample_weight)
     scale = np.where(scaler.scale_ > 1e-6, scaler.scale_, 1.0)
     if x.shape[1] > vector_dims > 0:
         # Sentence-vector dimensions share one scale: scaling each to unit variance would blow up
         # the near-constant ones, and the model would fit their noise.
         scale[:vector_dims] = float(np.sqrt((scaler.var_[:vector_dims]).sum()))
     model = LogisticRegression(C=c, max_iter=3000, class_weight="balanced" if balanced else None)
-    model.fit((x - scaler.mean_) / scale, y)
+    model.fit((x - scaler.mean_) / scale, y, sample_weight=sample_weight)
     return Logistic(
         mean=scaler.mean_.astype(np.float32),
         scale=scale.astype(np.float32),

@@ -1,15 +1,23 @@
-"""Fit the relevance model on `training/relevance/` and write `octygraph/data/relevance.npz`.
+"""Fit the relevance model and write `octygraph/data/relevance.npz`.
 
     pip install -e ".[train]"
-    python training/train_relevance.py            # fit, report, write the weights and relevance_report.json
-    python training/train_relevance.py --explain  # also print the features' weights
+    python training/train_relevance.py                 # real pairs + written scenarios (needs ../shared)
+    python training/train_relevance.py --written-only  # the written scenarios alone
+    python training/train_relevance.py --explain       # also print the features' weights
 
-Each scenario is one project: its stored memories and later prompts, with the memories that would
-genuinely change or inform the answer labelled relevant (the guideline in `training/README.md`). Every
-(prompt, memory) pair of a scenario is one row, built by the same `relevance_features` the pipeline
-runs. Scenarios are held out whole (a stable hash of the name), folds are scenarios, so the reported
-figures are on projects the model never saw. The threshold is the lowest whose out-of-fold precision
-reaches 60%: injecting nothing is a correct answer, an unrelated memory in the context is not.
+The shipped weights are fitted on real (prompt, earlier memory) pairs of every shared project
+(`training/real_relevance.py`: each real prompt against every memory labelled earlier in its project,
+across sessions) together with the written scenarios of `training/relevance/`, whose rows count
+`WRITTEN_WEIGHT` times each. The regularisation and the bar are chosen out of fold, projects held out
+whole; the bar is the lowest whose out-of-fold precision on the real pairs, as the pipeline selects
+(at most `MAX_RECORDS` per prompt), reaches 50%. `bench/relevance_cv.py` judges this procedure
+leave-project-out against the written-only one. Same data, same weights: nothing here is random.
+
+Written scenarios: each is one project, its stored memories and later prompts, with the memories that
+would genuinely change or inform the answer labelled relevant (the guideline in `training/README.md`).
+Every (prompt, memory) pair of a scenario is one row, built by the same `relevance_features` the
+pipeline runs. With `--written-only`, scenarios are held out whole (a stable hash of the name), folds
+are scenarios, and the threshold is the lowest whose out-of-fold precision reaches 60%.
 """
 
 from __future__ import annotations
@@ -17,15 +25,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from octygraph.judgement.linear import Logistic, save_logistic
 from octygraph.judgement.relevance import (
     FEATURE_NAMES,
     RELEVANCE_FILE,
+    Embed,
     MemoryText,
     relevance_features,
 )
@@ -38,9 +50,12 @@ OUT = HERE.parent / "octygraph" / "data" / RELEVANCE_FILE
 REPORT = HERE / "relevance_report.json"
 C_GRID = (0.03, 0.1, 0.3, 1.0)
 MIN_PRECISION = 0.6
+WRITTEN_WEIGHT = 4.0
+"""Weight of the written scenarios' rows beside the real pairs: of 0.3, 1, 2 and 4, the one with the
+best leave-project-out cross-session recall in `bench/relevance_cv.py` (at equal precision)."""
 
 
-def load_pairs() -> tuple[np.ndarray, np.ndarray, list[str], list[int], int]:
+def load_pairs(embed: Embed = embed) -> tuple[np.ndarray, np.ndarray, list[str], list[int], int]:
     """Feature rows, labels, each row's scenario, each row's prompt number, and the prompt count."""
     topic_vectors = embed(list(TOPICS.values()))
     xs, ys, groups, prompt_ids = [], [], [], []
@@ -85,14 +100,21 @@ def empty_rate(y: np.ndarray, keep: np.ndarray, prompt_ids: np.ndarray) -> float
     return sum(not keep[prompt_ids == p].any() for p in none_relevant) / len(none_relevant)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--explain", action="store_true", help="print the features' weights")
-    ap.add_argument("--out", type=Path, default=OUT)
-    args = ap.parse_args()
+@dataclass
+class WrittenFit:
+    """The model fitted on the written scenarios' training part, as the written-only procedure does."""
 
-    x, y, groups, prompt_list, n_prompts = load_pairs()
-    prompt_ids = np.array(prompt_list)
+    model: Logistic
+    threshold: float
+    c: float
+    losses: dict[float, float]
+    out_of_fold: np.ndarray
+    train: np.ndarray
+    """Per row: in the training part (not held out)."""
+
+
+def fit_written(x: np.ndarray, y: np.ndarray, groups: list[str]) -> WrittenFit:
+    """Fit on the scenarios not held out: C by out-of-fold log loss, the bar by out-of-fold precision."""
     test = np.array([held_out(g) for g in groups])
     train = ~test
     xt, yt = x[train], y[train]
@@ -111,23 +133,34 @@ def main() -> int:
     p_oof = oof(c_best)
     threshold = choose_threshold(yt, p_oof)
     model = _fit(xt, yt, c_best, balanced=False)
-    p_test = model.proba(x[test])
+    return WrittenFit(model, threshold, c_best, losses, p_oof, train)
 
-    cv = precision_recall(yt, p_oof >= threshold)
+
+def written_report() -> tuple[Logistic, float, dict]:
+    from training.real_relevance import MemoEmbed
+
+    x, y, groups, prompt_list, n_prompts = load_pairs(MemoEmbed())
+    prompt_ids = np.array(prompt_list)
+    fitted = fit_written(x, y, groups)
+    train, test = fitted.train, ~fitted.train
+    threshold, p_oof = fitted.threshold, fitted.out_of_fold
+    p_test = fitted.model.proba(x[test])
+    cv = precision_recall(y[train], p_oof >= threshold)
     ho = precision_recall(y[test], p_test >= threshold)
     report = {
+        "data": "written scenarios",
         "scenarios": len(set(groups)),
         "held_out_scenarios": len({g for g, t in zip(groups, test, strict=True) if t}),
         "prompts": n_prompts,
         "pairs": len(y),
         "relevant_pairs": int(y.sum()),
-        "C": c_best,
-        "cv_log_loss": {str(k): round(v, 4) for k, v in losses.items()},
+        "C": fitted.c,
+        "cv_log_loss": {str(k): round(v, 4) for k, v in fitted.losses.items()},
         "threshold": threshold,
         "cv_precision": round(cv[0], 3),
         "cv_recall": round(cv[1], 3),
         "cv_empty_when_nothing_relevant": round(
-            empty_rate(yt, p_oof >= threshold, prompt_ids[train]), 3
+            empty_rate(y[train], p_oof >= threshold, prompt_ids[train]), 3
         ),
         "held_out_precision": round(ho[0], 3),
         "held_out_recall": round(ho[1], 3),
@@ -135,16 +168,73 @@ def main() -> int:
             empty_rate(y[test], p_test >= threshold, prompt_ids[test]), 3
         ),
     }
+    return fitted.model, threshold, report
+
+
+def real_report(written_weight: float) -> tuple[Logistic, float, dict]:
+    from training.real_relevance import MemoEmbed, fit, join, load_real, real_rows, select
+    from training.real_relevance import written_rows as scenario_rows
+
+    memo = MemoEmbed()
+    rows = real_rows(load_real(memo))
+    n_real = len(rows.y)
+    if written_weight > 0:
+        rows = join(rows, scenario_rows(memo, written_weight))
+    fitted = fit(rows)
+    real = rows.real
+    keep = select(
+        fitted.out_of_fold[real], rows.triggered[real], rows.prompt[real], fitted.threshold
+    )
+    precision, recall = precision_recall(rows.y[real], keep)
+    report = {
+        "data": "real pairs"
+        + (f" + written scenarios at weight {written_weight}" if written_weight > 0 else ""),
+        "real_projects": len(set(np.array(rows.group)[real].tolist())),
+        "real_pairs": n_real,
+        "real_relevant_pairs": int(rows.y[real].sum()),
+        "written_pairs": int((~real).sum()),
+        "C": fitted.c,
+        "cv_log_loss_real": {str(k): round(v, 4) for k, v in fitted.losses.items()},
+        "threshold": fitted.threshold,
+        "cv_precision_real": round(precision, 3),
+        "cv_recall_real": round(recall, 3),
+        "cv_empty_when_nothing_relevant_real": round(
+            empty_rate(rows.y[real], keep, rows.prompt[real]), 3
+        ),
+    }
+    return fitted.model, fitted.threshold, report
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--explain", action="store_true", help="print the features' weights")
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--report", type=Path, default=REPORT)
+    ap.add_argument(
+        "--written-only",
+        action="store_true",
+        help="fit on the written scenarios alone (no shared real pairs needed)",
+    )
+    ap.add_argument(
+        "--written-weight",
+        type=float,
+        default=WRITTEN_WEIGHT,
+        help="weight of the written scenarios' rows beside the real pairs (0: real pairs only)",
+    )
+    args = ap.parse_args()
+
+    if args.written_only:
+        model, threshold, report = written_report()
+    else:
+        model, threshold, report = real_report(args.written_weight)
     arrays: dict[str, np.ndarray] = {
-        "threshold": np.float32(threshold),
+        "threshold": np.array(threshold, dtype=np.float32),
         "feature_names": np.array(FEATURE_NAMES),
     }
-    from octygraph.judgement.linear import save_logistic
-
     save_logistic(arrays, "relevance", model)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(args.out, **arrays)
-    REPORT.write_text(json.dumps(report, indent=1) + "\n")
+    np.savez_compressed(args.out, **cast(dict[str, Any], arrays))
+    args.report.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report, indent=1))
     if args.explain:
         for name, weight in sorted(

@@ -176,6 +176,21 @@ def relevance_features(
     return np.asarray(rows, dtype=np.float32)
 
 
+def rules_triggered(memories: Sequence[MemoryText], rows: np.ndarray) -> np.ndarray:
+    """Per memory (its `relevance_features` row): a rule whose trigger the prompt does."""
+    col = FEATURE_NAMES.index
+    return np.array(
+        [
+            trigger_clause(m) is not None
+            and rows[i, col("rule_topic")] >= TRIGGER_MATCH
+            and rows[i, col("prompt_short")] == 0.0
+            and rows[i, col("prompt_machine_share")] < 0.5
+            for i, m in enumerate(memories)
+        ],
+        dtype=bool,
+    )
+
+
 class RelevanceModel:
     """The fitted model, its threshold, and the embedder and topic vectors it expects."""
 
@@ -204,18 +219,7 @@ class RelevanceModel:
             return np.zeros(0), np.zeros(0, dtype=bool)
         rows = relevance_features(prompt, memories, self._embed, self.topic_vectors)
         p = np.asarray(self.model.proba(rows), dtype=np.float64)
-        col = FEATURE_NAMES.index
-        triggered = np.array(
-            [
-                trigger_clause(m) is not None
-                and rows[i, col("rule_topic")] >= TRIGGER_MATCH
-                and rows[i, col("prompt_short")] == 0.0
-                and rows[i, col("prompt_machine_share")] < 0.5
-                for i, m in enumerate(memories)
-            ],
-            dtype=bool,
-        )
-        return p, triggered
+        return p, rules_triggered(memories, rows)
 
 
 _MODEL: RelevanceModel | None = None
