@@ -448,10 +448,14 @@ def _verdict_items(
 def verdict_refusals(sentences: Sequence[Sentence]) -> list[bool]:
     """Per segment, whether a form refuses it (a question, a go-ahead, an "it" only a request
     names, ...). The forms' refusals hold for the verdict too: leave-project-out that kept more
-    memories and less junk than letting the verdict override them."""
+    memories and less junk than letting the verdict override them. So does the specification's
+    "no hypotheticals" ("Maybe we could use Kafka"): the forms' gate never keeps them either, and
+    of the shared real prompts 1 of 138 that state something lasting is hypothetical throughout."""
     resolved = resolve_pronouns(list(sentences))
     return [
-        refusal(s) is not None or (i > 0 and _dangles(s, sentences[i - 1], resolved[i]))
+        refusal(s) is not None
+        or s.hypothetical
+        or (i > 0 and _dangles(s, sentences[i - 1], resolved[i]))
         for i, s in enumerate(sentences)
     ]
 
