@@ -80,6 +80,7 @@ def test_locomo_bench_on_one_conversation(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_search_bench_small() -> None:
     out = run_bench("search.py", "--nodes", "500", "--queries", "5", "--unique", "100")
     assert out.startswith("500 nodes, 5 queries")
@@ -101,6 +102,7 @@ def test_search_bench_small() -> None:
     assert re.search(r"^\| insert, vectors given \(SQLite, FTS5, vec0\) \| \d+ nodes/s", out, re.M)
 
 
+@pytest.mark.slow
 def test_longmix_bench_small(tmp_path: Path) -> None:
     """The generated long mixed histories: reproducible, the intended shape, and scored in every mode."""
     sys.path.insert(0, str(REPO / "bench"))
@@ -149,6 +151,7 @@ def test_longmix_bench_small(tmp_path: Path) -> None:
     assert rows[("hybrid", "all")][2] > 0.3
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_search_pg_bench_small(pg_url: str) -> None:
     out = run_bench(

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from octygraph import candidates, review
 from octygraph.heuristics.storage import filter_storage
 from octygraph.services import open_store
@@ -47,6 +49,7 @@ def test_the_model_never_sees_the_candidate_fields() -> None:
     assert "candidates" not in schema["properties"] and "candidate_p" not in schema["properties"]
 
 
+@pytest.mark.slow
 def test_a_candidate_is_searchable_but_not_given_until_said_again(claude_dir: Path) -> None:
     assert prompt(UNSURE, "s1") == ""
     node = current(UNSURE)
@@ -64,6 +67,7 @@ def test_a_candidate_is_searchable_but_not_given_until_said_again(claude_dir: Pa
     assert UNSURE in records(start("s4"))
 
 
+@pytest.mark.slow
 def test_a_candidate_given_often_enough_is_confirmed_by_use(claude_dir: Path) -> None:
     prompt(UNSURE, "s1")
     node = current(UNSURE)
@@ -77,6 +81,7 @@ def test_a_candidate_given_often_enough_is_confirmed_by_use(claude_dir: Path) ->
     assert confirmed.attributes["confirmed"] == "used"
 
 
+@pytest.mark.slow
 def test_confirming_what_is_not_a_candidate_changes_nothing(claude_dir: Path) -> None:
     prompt("From now on never push to main on Fridays", "s1")
     (rule,) = [n for n in nodes() if n.node_type == "instruction"]
@@ -96,10 +101,11 @@ def end(session: str) -> tuple[int, str]:
             "reason": "prompt_input_exit",
         }
     )
-    code, out, _ = hook("session-end", payload)
+    code, out = hook("session-end", payload)
     return code, out
 
 
+@pytest.mark.slow
 def test_a_session_end_merges_a_candidate_another_memory_already_says(claude_dir: Path) -> None:
     with open_store(Settings.from_env()) as store:
         known = store.add_node("fact", UNSURE)  # said before, as a fact: the candidate adds nothing
@@ -114,10 +120,11 @@ def test_a_session_end_merges_a_candidate_another_memory_already_says(claude_dir
     assert kept is not None and kept.attributes["access_count"] == 1
     # Another session's end, or a payload that is not a session end, changes nothing.
     assert end("s2") == (0, "")
-    code, out, _ = hook("session-end", b"not json")
+    code, out = hook("session-end", b"not json")
     assert (code, out) == (0, "")
 
 
+@pytest.mark.slow
 def test_two_candidates_that_say_the_same_are_merged_into_the_older_confirmed(
     claude_dir: Path,
 ) -> None:

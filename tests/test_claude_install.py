@@ -353,6 +353,7 @@ def test_default_project_id_is_the_git_root_or_claude_project_dir(tmp_path: Path
     assert Settings.from_env(env=pinned, cwd=sub).project_id == "pinned"
 
 
+@pytest.mark.slow
 def test_a_subfolder_of_a_repository_shares_its_memory(tmp_path: Path) -> None:
     from tests.conftest import run_cli
 
@@ -419,6 +420,7 @@ def test_uninstall_without_a_record_finds_user_scope_hooks(tmp_path: Path, exe: 
     assert json.loads((claude_dir / "settings.json").read_text()) == original
 
 
+@pytest.mark.slow
 def test_cli_install_scope_user_writes_the_user_settings(tmp_path: Path) -> None:
     from tests.conftest import run_cli
 

@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import cli_json, run_cli
 
 
+@pytest.mark.slow
 def test_add_then_search_returns_the_fact_first(home: Path) -> None:
     added = cli_json(
         "memory",
@@ -37,6 +38,7 @@ def test_add_then_search_returns_the_fact_first(home: Path) -> None:
     assert {e["content"] for e in entities} >= {"Anderson"}
 
 
+@pytest.mark.slow
 def test_bad_inputs_get_one_sentence_and_change_nothing(home: Path) -> None:
     cli_json("memory", "add", "Maria owns the billing service", "--json")
     cases = [
@@ -71,6 +73,7 @@ def test_search_without_database_says_what_to_do(home: Path) -> None:
     assert "octygraph memory add" in result.stderr
 
 
+@pytest.mark.slow
 def test_secrets_are_redacted_before_storage(home: Path) -> None:
     stored = cli_json(
         "memory", "add", "The deploy key is sk-or-v1-abcdef0123456789abcdef0123456789", "--json"
@@ -80,6 +83,7 @@ def test_secrets_are_redacted_before_storage(home: Path) -> None:
     assert all("abcdef0123456789" not in json.dumps(h) for h in hits)
 
 
+@pytest.mark.slow
 def test_reindex_and_help(home: Path) -> None:
     cli_json("memory", "add", "Lisa runs the Friday release", "--json")
     result = run_cli("reindex")
@@ -113,6 +117,7 @@ def test_split_slash_arguments(typed: str, words: list[str]) -> None:
     assert split_slash_arguments(typed) == words
 
 
+@pytest.mark.slow
 def test_slash_runs_quoted_and_multi_word_searches(home: Path) -> None:
     added = run_cli("memory", "add", "Peter handles the Anderson account.")
     assert added.returncode == 0, added.stderr

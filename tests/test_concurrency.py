@@ -69,6 +69,7 @@ def test_the_unique_name_index_refuses_a_second_current_entity(
         assert store.ensure_entity("acme")[0].id == renamed.id
 
 
+@pytest.mark.slow
 def test_thirty_first_hooks_on_a_new_project_are_all_answered(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

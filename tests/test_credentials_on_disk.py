@@ -179,6 +179,7 @@ def _import_file(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path_name", ["run", "prompt-hook", "stop-hook", "memory-add", "import"])
 def test_no_credential_shape_reaches_disk(
     path_name: str, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from octygraph import hooks
@@ -44,6 +45,7 @@ def test_search_run_and_add_work_on_a_lone_surrogate(home: Path) -> None:
     assert stored["content"] == "Omar \ufffd owns billing"
 
 
+@pytest.mark.slow
 def test_arguments_that_are_not_utf8_are_read_with_replacements(home: Path) -> None:
     """From a real process: bytes that are not UTF-8 reach Python as lone surrogates."""
     cli_json("memory", "add", "Lisa runs the Friday release", "--json")
@@ -60,6 +62,7 @@ def test_arguments_that_are_not_utf8_are_read_with_replacements(home: Path) -> N
         assert b"Lisa runs the Friday release" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_lone_surrogate_in_a_hook_prompt_is_answered(home: Path) -> None:
     cli_json("memory", "add", "Lisa runs the Friday release", "--json")
     payload = json.dumps(
@@ -105,6 +108,7 @@ def test_ordinary_project_ids_are_unchanged_and_long_ones_short_and_stable() -> 
     assert len(sanitize_project_id("項" * 90).encode()) <= 100  # 270 bytes would not be a file name
 
 
+@pytest.mark.slow
 def test_a_5000_character_working_folder_keeps_memory_on(home: Path, tmp_path: Path) -> None:
     deep = _deep_folder(tmp_path)
     assert len(str(deep)) > 5000
@@ -166,6 +170,7 @@ def test_a_cut_payload_keeps_its_fields_and_the_prompts_first_part() -> None:
     assert hook_io.parse_prompt_payload(b"[" * hook_io.STDIN_LIMIT) is None
 
 
+@pytest.mark.slow
 def test_a_prompt_over_one_megabyte_is_run_on_its_first_part(home: Path) -> None:
     from octygraph.claude import hook_io
 
@@ -204,6 +209,7 @@ BAD_IMPORTS = {
 }
 
 
+@pytest.mark.slow
 def test_every_bad_import_is_one_plain_sentence(home: Path, tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
     for line, said in BAD_IMPORTS.items():
@@ -222,6 +228,7 @@ def test_every_bad_import_is_one_plain_sentence(home: Path, tmp_path: Path) -> N
     assert run_cli("memory", "import", str(path)).returncode == 0
 
 
+@pytest.mark.slow
 def test_the_prompt_hook_command_answers_a_payload_over_one_megabyte(home: Path) -> None:
     """The real `octygraph hook prompt`: stdin is read to its limit and the cut payload still runs."""
     cli_json("memory", "add", "Lisa runs the Friday release", "--json")

@@ -55,6 +55,7 @@ def trace_of(settings: Settings, result: dict[str, Any]) -> dict[str, Any]:
     return json.loads((settings.paths.debug_dir / f"{result['trace_id']}.json").read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_pipeline_answers_within_the_deadline_whatever_the_fault(
     fault: str, home: Path, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
@@ -96,6 +97,7 @@ def test_pipeline_answers_within_the_deadline_whatever_the_fault(
     assert trace_of(settings, result)["layers"] == result["layers"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["slow reply", "http 500"])
 def test_prompt_hook_answers_within_its_budget_whatever_the_fault(fault: str, home: Path) -> None:
     reply, reason = FAULTS[fault]

@@ -174,6 +174,7 @@ def _octygraph(*args: bytes | str, env: dict[str, str] | None = None) -> tuple[i
     return result.returncode, result.stderr.decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_the_reported_bad_inputs_are_one_sentence_each(home: Path, tmp_path: Path) -> None:
     """The cases of the issue, as a user meets them: a real process each."""
     latin1 = tmp_path / "latin1.jsonl"
@@ -194,6 +195,7 @@ def test_the_reported_bad_inputs_are_one_sentence_each(home: Path, tmp_path: Pat
         assert "Traceback" not in err and len(err.strip().splitlines()) == 1, (args, err)
 
 
+@pytest.mark.slow
 def test_folders_made_for_exports_are_private(home: Path, tmp_path: Path) -> None:
     code, err = _octygraph("memory", "add", "Acme renews in March")
     assert code == 0, err

@@ -34,6 +34,7 @@ def test_the_run_deadline_keeps_two_seconds_of_any_budget() -> None:
         assert 100.0 + budget - deadline == pytest.approx(hooks.KEPT_S + hooks.ANSWER_MARGIN_S)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("event", ["prompt", "stop"])
 def test_every_llm_call_of_a_hook_ends_two_seconds_before_its_budget(
     event: str, home: Path, monkeypatch: pytest.MonkeyPatch

@@ -14,6 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import cli_json, run_cli
 
 HOOK_BUDGET = (
@@ -54,6 +56,7 @@ def test_watchdog_ends_a_stuck_hook_silently() -> None:
     assert done.returncode == 0 and done.stdout == "", done.stderr
 
 
+@pytest.mark.slow
 def test_prompt_hook_injects_stored_memory(home: Path) -> None:
     cwd = Path.cwd()
     cli_json(
@@ -74,6 +77,7 @@ def test_prompt_hook_injects_stored_memory(home: Path) -> None:
     assert len(data["hookSpecificOutput"]["additionalContext"]) < 10_000
 
 
+@pytest.mark.slow
 def test_prompt_hook_stores_and_manifest_lists_it(home: Path) -> None:
     cwd = Path.cwd()
     code, _ = hook("prompt", prompt_payload("Maria owns the billing service", cwd, session="s-42"))
@@ -99,6 +103,7 @@ def test_slash_commands_and_non_human_prompts_are_skipped(home: Path) -> None:
     assert not (home / "projects" / "proj" / "memory" / "memory.db").exists()
 
 
+@pytest.mark.slow
 def test_bad_stdin_always_exits_zero_within_budget(home: Path) -> None:
     cwd = Path.cwd()
     cases: list[str | bytes] = [
@@ -116,6 +121,7 @@ def test_bad_stdin_always_exits_zero_within_budget(home: Path) -> None:
             json.loads(out)
 
 
+@pytest.mark.slow
 def test_missing_or_corrupt_database_exits_zero(home: Path, tmp_path: Path) -> None:
     cwd = Path.cwd()
     corrupt = tmp_path / "corrupt.db"
@@ -155,6 +161,7 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_unreachable_llm_degrades_to_offline_context(home: Path) -> None:
     cwd = Path.cwd()
     cli_json(
@@ -182,6 +189,7 @@ def test_unreachable_llm_degrades_to_offline_context(home: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_stop_hook_stores_assistant_report(home: Path) -> None:
     cwd = Path.cwd()
     payload = json.dumps(
@@ -227,6 +235,7 @@ class _Collector(BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.slow
 def test_usage_is_posted_after_a_hook_run(home: Path) -> None:
     cwd = Path.cwd()
     home.mkdir(parents=True, exist_ok=True)
@@ -258,6 +267,7 @@ def test_usage_is_posted_after_a_hook_run(home: Path) -> None:
     assert os.environ.get("WORKER_URL") is None
 
 
+@pytest.mark.slow
 def test_install_and_uninstall_through_the_cli(home: Path, tmp_path: Path) -> None:
     project = tmp_path / "client-app"
     (project / ".claude").mkdir(parents=True)
@@ -287,6 +297,7 @@ def test_install_and_uninstall_through_the_cli(home: Path, tmp_path: Path) -> No
     assert missing.returncode == 1 and "is not a folder" in missing.stderr
 
 
+@pytest.mark.slow
 def test_dev_mode_logs_hook_runs_with_timestamps(home: Path) -> None:
     cwd = Path.cwd()
     turned_on = run_cli("dev-mode", "--on")
@@ -302,6 +313,7 @@ def test_dev_mode_logs_hook_runs_with_timestamps(home: Path) -> None:
     assert (home / "projects" / "proj" / "memory" / "debug" / ".verbose-mode").exists()
 
 
+@pytest.mark.slow
 def test_misconfigured_llm_falls_back_to_offline_context(home: Path) -> None:
     cwd = Path.cwd()
     cli_json("memory", "add", "Peter handles the Anderson account", "--json")
@@ -319,6 +331,7 @@ def test_misconfigured_llm_falls_back_to_offline_context(home: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_bad_setting_is_told_once_per_session_and_explained_by_doctor(home: Path) -> None:
     cwd = Path.cwd()
     cli_json("memory", "add", "Peter handles the Anderson account", "--json")

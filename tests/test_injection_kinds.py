@@ -58,6 +58,7 @@ def test_no_look_alike_is_judged_an_injection() -> None:
     assert [(t, injection_reason(t)) for t in BENIGN if injection_reason(t) is not None] == []
 
 
+@pytest.mark.slow
 def test_every_attempt_is_refused_through_run(home: Path) -> None:
     stored = {t: _run(t)["stored"] for t in ATTEMPTS}
     assert {t: s for t, s in stored.items() if s} == {}
@@ -75,6 +76,7 @@ def _stop(reply: str, session: str) -> None:
     hooks.answer("stop", json.dumps(payload).encode())
 
 
+@pytest.mark.slow
 def test_every_attempt_is_refused_in_a_stop_hook_reply(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -96,6 +98,7 @@ def _not_judged(*_args: object) -> None:
     return None
 
 
+@pytest.mark.slow
 def test_every_look_alike_rule_is_stored(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each look-alike is stored exactly when it would be with the injection judgement switched off.
 

@@ -610,6 +610,7 @@ def _held_out_items() -> list[dict]:
     return items
 
 
+@pytest.mark.slow
 def test_the_gate_generalises_to_the_held_out_part_of_its_training_set() -> None:
     items = _held_out_items()
     assert len(items) >= 300
@@ -740,6 +741,7 @@ def test_a_rule_surfaces_for_a_prompt_on_its_topic_that_shares_no_words(home: Pa
     assert "Always run the tests before deploying" in context
 
 
+@pytest.mark.slow
 def test_global_rules_are_candidates_however_many_memories_are_closer(home: Path) -> None:
     settings = Settings.from_env(project_id="crowd")
     crowd = [

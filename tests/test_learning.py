@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from octygraph import feedback, learning
@@ -77,6 +78,7 @@ def test_too_few_examples_change_nothing(home: Path) -> None:
     assert "with 5 of each" in cli("memory", "learn", "--no-shared").output
 
 
+@pytest.mark.slow
 def test_learning_is_reproducible_and_used(home: Path) -> None:
     write_examples(home, examples())
 
@@ -105,6 +107,7 @@ def test_learning_is_reproducible_and_used(home: Path) -> None:
     assert np.array_equal(storage_verdict(home).message.coef, shipped.message.coef)
 
 
+@pytest.mark.slow
 def test_a_refit_that_predicts_the_examples_worse_out_of_fold_is_refused(home: Path) -> None:
     # Each statement twice, kept once and forgotten once. From a base that is unsure of everything
     # (p = 0.5), each held-out copy meets its twin of the other label in training and is pulled the
@@ -128,6 +131,7 @@ def test_a_refit_that_predicts_the_examples_worse_out_of_fold_is_refused(home: P
     assert not user_verdict_path(home).exists()
 
 
+@pytest.mark.slow
 def test_a_refit_worse_on_the_shared_check_is_refused(home: Path) -> None:
     # Junk approved and lasting facts forgotten: the user's own examples agree with the refit, the
     # labelled prompts it must not do worse on do not.
@@ -160,6 +164,7 @@ def test_a_refit_worse_on_the_shared_check_is_refused(home: Path) -> None:
     ).shipped  # the user's sensible standard passes
 
 
+@pytest.mark.slow
 def test_a_learned_file_for_another_shipped_model_is_ignored(home: Path) -> None:
     assert learning.learn(home, examples()).shipped
     path = user_verdict_path(home)

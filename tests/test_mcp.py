@@ -86,6 +86,7 @@ async def session_round_trip(params: StdioServerParameters) -> dict[str, str]:
     return seen
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_the_sdk_client_lists_the_tools_and_round_trips_a_memory(home: Path) -> None:
     seen = anyio.run(session_round_trip, server(home))

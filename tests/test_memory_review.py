@@ -63,6 +63,7 @@ def everything(db: Path, embedder: LocalEmbeddings) -> tuple[list[Any], list[Any
     return nodes, edges, hits
 
 
+@pytest.mark.slow
 def test_show_gives_links_versions_and_provenance(db: Path, embedder: LocalEmbeddings) -> None:
     node = find(db, embedder, "Priya handles the Globex account")
     shown = cli_json("memory", "show", node.id, "--json")
@@ -95,6 +96,7 @@ def test_show_gives_links_versions_and_provenance(db: Path, embedder: LocalEmbed
         assert part in human.stdout
 
 
+@pytest.mark.slow
 def test_ls_filters_by_type_date_and_limit(db: Path) -> None:
     current = cli_json("memory", "ls", "--type", "instruction", "--json")
     assert len(current) == 15 and all(n["type"] == "instruction" for n in current)
@@ -111,6 +113,7 @@ def test_ls_filters_by_type_date_and_limit(db: Path) -> None:
     assert "not a date" in one_sentence(run_cli("memory", "ls", "--since", "last blursday"))
 
 
+@pytest.mark.slow
 def test_edit_replaces_and_reembeds_keeping_the_old_version(
     db: Path, embedder: LocalEmbeddings
 ) -> None:
@@ -132,6 +135,7 @@ def test_edit_replaces_and_reembeds_keeping_the_old_version(
     assert "empty" in one_sentence(run_cli("memory", "edit", new_id, "   "))
 
 
+@pytest.mark.slow
 def test_forget_archives_then_restore_brings_it_back(db: Path, embedder: LocalEmbeddings) -> None:
     node = find(db, embedder, "Dave prefers Grafana over Datadog")
     forgotten = run_cli("memory", "forget", node.id)
@@ -152,6 +156,7 @@ def test_forget_archives_then_restore_brings_it_back(db: Path, embedder: LocalEm
     assert "not archived" in one_sentence(run_cli("memory", "restore", node.id))
 
 
+@pytest.mark.slow
 def test_forget_purge_deletes_the_memory_and_its_links(db: Path, embedder: LocalEmbeddings) -> None:
     node = find(db, embedder, "Dave prefers Grafana over Datadog")
     forgotten = run_cli("memory", "forget", node.id, "--purge")
@@ -175,6 +180,7 @@ def test_review_without_a_database_says_what_to_do(home: Path) -> None:
     assert not Settings.from_env().paths.db.exists()
 
 
+@pytest.mark.slow
 def test_export_then_import_into_an_empty_database_is_the_same(
     db: Path, home: Path, tmp_path: Path, embedder: LocalEmbeddings
 ) -> None:

@@ -444,6 +444,7 @@ def test_real_chatopenai_client_against_loopback_server(
     assert "sk-test-loopback-key-123" not in trace_text
 
 
+@pytest.mark.slow
 def test_server_errors_on_every_call_keep_the_memory_and_report_offline(
     home: Path, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -574,6 +575,7 @@ def _cli_router(body: dict[str, Any]) -> Reply:
     return tell_and_ask(body, told, slow_store_agent)
 
 
+@pytest.mark.slow
 def test_cli_run_prints_the_context_before_the_store_half_ends(home: Path) -> None:
     """`octygraph run`: the context is out as soon as retrieval has it; the command exits once what the
     prompt told is stored (two store-agent calls of 1.5 s later)."""

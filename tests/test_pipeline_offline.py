@@ -14,6 +14,7 @@ from octygraph.settings import Settings
 from tests.conftest import cli_json, run_cli
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "correction",
     ["Actually, Lisa handles Anderson now.", "Lisa is taking over the Anderson account."],
@@ -27,6 +28,7 @@ def test_a_change_of_hands_supersedes_whoever_handled_it(home: Path, correction:
     assert "Lisa" in after["context"] and "Peter" not in after["context"]
 
 
+@pytest.mark.slow
 def test_the_three_examples_through_the_cli(home: Path) -> None:
     told = cli_json("run", "Peter handles the Anderson account", "--json", "--offline")
     assert told["mode"] == "offline"
@@ -80,6 +82,7 @@ def test_the_three_examples_through_the_cli(home: Path) -> None:
         assert stage in deploy["timings_ms"]
 
 
+@pytest.mark.slow
 def test_questions_greetings_and_hypotheticals_store_nothing(home: Path) -> None:
     for prompt in (
         "Hi there!",
@@ -90,6 +93,7 @@ def test_questions_greetings_and_hypotheticals_store_nothing(home: Path) -> None
         assert result["stored"] == [], prompt
 
 
+@pytest.mark.slow
 def test_secrets_and_injection_are_not_stored(home: Path) -> None:
     result = cli_json(
         "run",
@@ -129,6 +133,7 @@ def test_checkpoints_show_parallel_loops_and_replay_reproduces(home: Path) -> No
         assert store.stats()["nodes"] == before  # replays never write memory
 
 
+@pytest.mark.slow
 def test_trace_commands(home: Path) -> None:
     result = cli_json("run", "Lisa runs the Friday release", "--json", "--offline")
     listed = cli_json("trace", "list", "--json")

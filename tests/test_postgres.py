@@ -22,7 +22,7 @@ from octygraph.settings import Settings
 from octygraph.store import MemoryStore, NewNode, StoreError
 from octygraph.store.pg_schema import HNSW_PARTITIONS, vector_index_ddl
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]  # a PostgreSQL server starts for them
 
 
 def _open(url: str, embedder: Any, project: str, **kwargs: Any) -> Any:

@@ -177,6 +177,7 @@ def test_writing_embeds_each_distinct_text_once(tmp_path: Path, embedder: LocalE
         assert hits[0].cosine == pytest.approx(hits[1].cosine, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_two_builds_are_identical_and_the_baseline_is_found(
     tmp_path: Path, embedder: LocalEmbeddings
 ) -> None:
@@ -202,6 +203,7 @@ def test_two_builds_are_identical_and_the_baseline_is_found(
 # ------------------------------------------------------------------------------------------ commands
 
 
+@pytest.mark.slow
 def test_load_builds_small_baseline_and_active_reports_it(home: Path) -> None:
     loaded = cli_json("memory", "load", "small-baseline", "--json")
     assert loaded["profile"] == "small-baseline"
@@ -243,6 +245,7 @@ def test_list_shows_builtin_and_stored_profiles(home: Path, baseline_file: Path)
     assert shown.returncode == 0 and "team-a" in shown.stdout and "Active: team-a" in shown.stdout
 
 
+@pytest.mark.slow
 def test_load_saves_the_active_database_first_and_it_can_be_restored(
     home: Path, baseline_file: Path, embedder: LocalEmbeddings
 ) -> None:
@@ -305,6 +308,7 @@ def test_load_replaces_a_damaged_active_database_and_keeps_its_bytes(
     assert len(content(db, embedder)[0]) == 99
 
 
+@pytest.mark.slow
 def test_freeze_create_list_and_duplicate_name(home: Path, baseline_file: Path) -> None:
     settings = Settings.from_env()
     install(baseline_file, memory_dir(home) / "profiles" / "small-baseline.db")
@@ -346,6 +350,7 @@ def test_freeze_load_returns_exactly_the_frozen_content(
     assert content(auto[-1], embedder) == changed  # the demo changes were saved, not lost
 
 
+@pytest.mark.slow
 def test_unload_empties_the_active_database_after_saving_it(
     home: Path, baseline_file: Path, embedder: LocalEmbeddings
 ) -> None:
@@ -418,6 +423,7 @@ def test_refused_loads_leave_the_active_database_untouched(
     assert content(settings.paths.db, embedder) == before
 
 
+@pytest.mark.slow
 def test_bootstrap_builds_both_profiles_without_touching_the_active_database(home: Path) -> None:
     result = cli_json("memory", "bootstrap", "--size", "300", "--json")
     built = {p["name"]: p for p in result["profiles"]}

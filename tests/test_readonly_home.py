@@ -81,6 +81,7 @@ def _prompt(session: str) -> str:
     )
 
 
+@pytest.mark.slow
 def test_a_read_only_home_answers_reads_and_says_writes_are_off(
     home: Path, read_only: list[str]
 ) -> None:

@@ -59,6 +59,7 @@ def test_reliable_scenarios_pass_on_an_empty_database(
     assert all(p.ms > 0 for p in report.prompts)
 
 
+@pytest.mark.slow
 def test_runner_prints_the_table_for_only_empty() -> None:
     proc = subprocess.run(
         [
@@ -86,6 +87,7 @@ def test_runner_prints_the_table_for_only_empty() -> None:
     assert "| greetings | 5 |" in out and "| rule-correction | 3 |" in out
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_reliable_scenarios_pass_on_postgres_as_on_sqlite(
     pg_url: str, tmp_path: Path, embedder: LocalEmbeddings

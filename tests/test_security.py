@@ -93,6 +93,7 @@ def import_file(path: Path, items: list[Secret]) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path_name", ["run", "memory-add", "prompt-hook", "stop-hook", "import"])
 def test_no_secret_reaches_disk_through_any_entry_path(
     path_name: str, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -192,6 +193,7 @@ def test_the_held_out_attacks_and_rules_are_mostly_judged_right() -> None:
     assert len(refused) <= 0.05 * len(HELD_OUT_BENIGN), refused
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["user", "claude"])
 def test_no_injection_attempt_stores_an_instruction(source: str, home: Path) -> None:
     """Through the prompt path and the Stop hook path: nothing from an attack message is stored."""
@@ -203,6 +205,7 @@ def test_no_injection_attempt_stores_an_instruction(source: str, home: Path) -> 
     assert [n.content for n in nodes if n.node_type != "entity"] == []  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_benign_rules_that_look_similar_are_kept(home: Path) -> None:
     from tests.security_corpus import BENIGN_RULES
 

@@ -45,7 +45,7 @@ def start_payload(cwd: Path, session: str, source: str = "startup") -> str:
 
 def start(session: str, source: str = "startup", **env: str) -> str:
     """The session-start block's text ("" when the hook printed nothing)."""
-    code, out, _ = hook("session-start", start_payload(Path.cwd(), session, source), **env)
+    code, out = hook("session-start", start_payload(Path.cwd(), session, source), **env)
     assert code == 0
     if not out:
         return ""
@@ -59,7 +59,7 @@ def records(block: str) -> list[str]:
 
 
 def prompt(text: str, session: str) -> str:
-    code, out, _ = hook("prompt", prompt_payload(text, Path.cwd(), session=session))
+    code, out = hook("prompt", prompt_payload(text, Path.cwd(), session=session))
     assert code == 0
     return str(json.loads(out)["hookSpecificOutput"]["additionalContext"]) if out else ""
 
@@ -75,6 +75,7 @@ def nodes() -> list[Node]:
         return list(store.iter_all())
 
 
+@pytest.mark.slow
 def test_a_rule_stated_in_one_session_starts_the_next(claude_dir: Path) -> None:
     prompt(RULE, "s1")  # stored by the prompt hook of session 1
     block = start("s2")
@@ -87,6 +88,7 @@ def test_nothing_is_printed_for_an_empty_memory(claude_dir: Path, home: Path) ->
     assert not (home / "projects" / "proj" / "memory" / "memory.db").exists()
 
 
+@pytest.mark.slow
 def test_what_claude_md_already_says_is_left_out(claude_dir: Path) -> None:
     remember(RULE, "Always run the linter before committing")
     (Path.cwd() / "CLAUDE.md").write_text("# Rules\n\n- Never push to main on Fridays.\n")
@@ -96,6 +98,7 @@ def test_what_claude_md_already_says_is_left_out(claude_dir: Path) -> None:
     assert start("s2") == ""
 
 
+@pytest.mark.slow
 def test_after_compaction_the_block_comes_again(claude_dir: Path) -> None:
     remember(RULE)
     assert RULE in records(start("s1"))
@@ -103,6 +106,7 @@ def test_after_compaction_the_block_comes_again(claude_dir: Path) -> None:
     assert RULE in records(start("s1", "compact"))  # its transcript is a summary now
 
 
+@pytest.mark.slow
 def test_a_record_given_at_start_is_not_injected_again_by_a_prompt(claude_dir: Path) -> None:
     remember(RULE)
     question = "Can I push this fix to main now? Today is Friday."
@@ -111,6 +115,7 @@ def test_a_record_given_at_start_is_not_injected_again_by_a_prompt(claude_dir: P
     assert RULE not in prompt(question, "s1")
 
 
+@pytest.mark.slow
 def test_the_block_keeps_to_its_budget_broad_rules_first(claude_dir: Path) -> None:
     narrow = "Mention the Anderson account and its contract number in every release note we publish"
     remember(narrow, scope=0.5)
@@ -131,6 +136,7 @@ def test_the_block_keeps_to_its_budget_broad_rules_first(claude_dir: Path) -> No
     assert 0 < len(small) <= 200 and len(records(small)) >= 1
 
 
+@pytest.mark.slow
 def test_injected_memories_count_their_uses(claude_dir: Path) -> None:
     remember(RULE)
     start("s1")
@@ -139,6 +145,7 @@ def test_injected_memories_count_their_uses(claude_dir: Path) -> None:
     assert node.attributes["access_count"] == 2 and node.attributes["last_accessed"]
 
 
+@pytest.mark.slow
 def test_a_restated_rule_counts_a_use(claude_dir: Path) -> None:
     for _ in range(2):
         result = run_cli("run", "--offline", RULE)

@@ -296,6 +296,7 @@ def _writer(path: str, tag: str, count: int) -> None:
             s.add_node("fact", f"{tag} wrote memory {i}")
 
 
+@pytest.mark.slow
 def test_two_processes_write_concurrently_without_loss(
     tmp_path: Path, embedder: LocalEmbeddings
 ) -> None:

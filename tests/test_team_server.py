@@ -162,6 +162,7 @@ def test_a_prompt_told_through_the_team_server_is_stored(team: dict[str, Any]) -
     assert found, "the told rule never reached the team server's store"
 
 
+@pytest.mark.slow
 def test_hook_falls_back_to_local_memory_when_the_server_is_unreachable(home: Path) -> None:
     cli_json("memory", "add", "Peter handles the Anderson account", "--json")
     env = {
@@ -219,6 +220,7 @@ def _stalling_server(trickle: bool) -> Iterator[str]:
         listener.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("entry", "trickle"),
     [("octygraph", False), ("octygraph", True), ("octygraph.entry", False)],
@@ -252,6 +254,7 @@ def test_hook_falls_back_within_its_budget_when_the_server_stalls(
     assert "Peter handles the Anderson account" in context
 
 
+@pytest.mark.slow
 def test_hook_falls_back_when_the_token_is_refused(team: dict[str, Any], home: Path) -> None:
     cli_json("memory", "add", "Maria is allergic to peanuts", "--json")
     env = {
@@ -267,6 +270,7 @@ def test_hook_falls_back_when_the_token_is_refused(team: dict[str, Any], home: P
     assert "peanuts" in context
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_three_clients_write_through_the_server_at_once(
     pg_url: str, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
