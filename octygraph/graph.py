@@ -36,7 +36,7 @@ from octygraph.state import (
 RETRIEVE_NODES = ("retrieve_loop", "safety_nets", "assemble", "curate")
 STORE_NODES = ("store_loop", "force_store", "reconcile")
 NODE_NAMES = ("classify", "plan", *RETRIEVE_NODES, *STORE_NODES)
-"""DESIGN.md's stages: the parent's nodes and the halves' inner nodes."""
+"""The pipeline's stages (docs/architecture.md): the parent's nodes and the halves' inner nodes."""
 
 Half = CompiledStateGraph[PipelineState, Context, HalfInput, PipelineState]
 

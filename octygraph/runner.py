@@ -120,7 +120,7 @@ def run_mode(ctx: Context, settings: Settings, layers: dict[str, dict[str, str]]
 def result_json(
     trace_id: str, values: dict[str, Any], mode: str, usage: dict[str, Any]
 ) -> dict[str, Any]:
-    """The `run --json` contract of DESIGN.md."""
+    """The `run --json` contract (docs/cli.md)."""
     classification = values.get("classification")
     ops = classification.operations if classification is not None else None
     return {
