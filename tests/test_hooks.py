@@ -260,7 +260,9 @@ def test_usage_is_posted_after_a_hook_run(home: Path) -> None:
     # A dead server changes nothing for the user.
     code, out = hook(
         "prompt",
-        prompt_payload("Who owns billing?", cwd, session="s2"),  # a later session: not its own words
+        prompt_payload(
+            "Who owns billing?", cwd, session="s2"
+        ),  # a later session: not its own words
         WORKER_URL=f"http://127.0.0.1:{_closed_port()}",
     )
     assert code == 0 and "billing" in out
