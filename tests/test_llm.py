@@ -56,9 +56,13 @@ BASE = 0.01  # first retry delay in these tests
 class Waits:
     """What the resilient model waited for: each retry delay and each request's time limit.
 
-    Wraps `asyncio.sleep` and `asyncio.timeout` as `octygraph.llm.resilient` sees them (the waits still
-    happen), so a test checks the delays the code chose, not how long the machine took.
+    Stands for `asyncio` as `octygraph.llm.resilient` sees it: `sleep` and `timeout` are recorded (the
+    waits still happen), anything else is asyncio's own. A test checks the delays the code chose, not how
+    long the machine took.
     """
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(asyncio, name)
 
     def __init__(self) -> None:
         self.sleeps: list[float] = []
@@ -75,13 +79,10 @@ class Waits:
 
 @pytest.fixture
 def waits(monkeypatch: pytest.MonkeyPatch) -> Waits:
-    import types
-
     from octygraph.llm import resilient
 
     seen = Waits()
-    proxy = types.SimpleNamespace(sleep=seen.sleep, timeout=seen.timeout)
-    monkeypatch.setattr(resilient, "asyncio", proxy)
+    monkeypatch.setattr(resilient, "asyncio", seen)
     return seen
 
 
