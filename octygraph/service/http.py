@@ -298,7 +298,7 @@ class TeamHTTPServer:
             make_app(team),
             lifespan="off",
             log_config=None,  # the process's logging (`configure_logging`) stays as it is
-            access_log=False,
+            access_log=True,  # one line per request, as before (logger uvicorn.access)
             server_header=False,
             timeout_graceful_shutdown=10,
         )
