@@ -14,6 +14,8 @@ import pytest
 
 from octygraph import candidates, review
 from octygraph.heuristics.storage import filter_storage
+from octygraph.judgement.relevance import MemoryText, relevance_model
+from octygraph.nodes.assemble import CANDIDATE_RELEVANCE
 from octygraph.services import open_store
 from octygraph.session_start import USES_CONFIRM, record_access
 from octygraph.settings import Settings
@@ -26,6 +28,8 @@ __all__ = ["claude_dir"]  # the fixture, used by name
 
 UNSURE = "Use npm for installing dependencies."
 """A standing preference said plainly, without "always" or "from now on": the verdict is unsure."""
+LIKELY = "install the packages and run the tests"
+"""A prompt the relevance model puts between its bar and the candidates' (`CANDIDATE_RELEVANCE`)."""
 
 
 def current(text: str) -> Node:
@@ -57,17 +61,25 @@ def test_a_candidate_is_searchable_but_not_given_until_said_again(claude_dir: Pa
     # Explicit recall ranks candidates too, and says what they are.
     found = run_cli("search", "installing dependencies")
     assert found.returncode == 0 and "candidate" in found.stdout and "npm" in found.stdout
-    # Not in the next session's start block, and not given for a prompt on the topic.
+    # Not in the next session's start block, and not given for a prompt it fairly likely applies to
+    # (an ordinary memory would be: see below); only a very likely one gets a candidate.
     assert UNSURE not in records(start("s2"))
-    assert UNSURE not in prompt("set up the dependencies for the new service", "s2")
+    assert UNSURE not in prompt(LIKELY, "s2")
     # Said again in a later session: confirmed, an ordinary memory, and it starts the next session.
     prompt(UNSURE, "s3")
     node = current(UNSURE)
     assert not candidates.is_candidate(node) and node.attributes["confirmed"] == "restated"
     assert UNSURE in records(start("s4"))
+    assert UNSURE in prompt(LIKELY, "s5")  # a session given no start block: the prompt gives it
 
 
 @pytest.mark.slow
+def test_the_prompt_used_for_the_candidate_bar_sits_between_the_two_bars() -> None:
+    model = relevance_model()
+    probability = float(model.judge(LIKELY, [MemoryText(UNSURE, "instruction", 1.0)])[0][0])
+    assert model.threshold <= probability < CANDIDATE_RELEVANCE
+
+
 def test_a_candidate_given_often_enough_is_confirmed_by_use(claude_dir: Path) -> None:
     prompt(UNSURE, "s1")
     node = current(UNSURE)
