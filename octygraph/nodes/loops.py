@@ -58,7 +58,7 @@ LoopGraph = CompiledStateGraph[LoopState, Context, LoopState, LoopState]
 
 
 def build_loop(name: str, tools: Sequence[BaseTool], layer: str = "l2") -> LoopGraph:
-    """A hand-written ReAct loop with an explicit turn counter (see research/langgraph-style.md §4)."""
+    """A hand-written ReAct loop with an explicit turn counter, so every turn keeps to the run's deadline."""
 
     async def agent(state: LoopState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = runtime.context
