@@ -221,15 +221,13 @@ async def _run(
             log.warning("LLM not usable, thinking without it: %s", exc)
             options.offline = True
             result = await run_prompt(prompt, settings, store, options, on_answer=on_answer)
-        if not store_only and (result.get("context") or result.get("needed_again")):
-            # The answer went out long ago: count a use of each memory it gave, or that the session
-            # needed again (ranks the start block; confirms a candidate).
+        if not store_only and result.get("context"):
+            # The answer went out long ago: count a use of each memory it gave (ranks the start block).
             try:
                 from octygraph.nodes.assemble import rendered_ids
                 from octygraph.session_start import note_access
 
-                ids = rendered_ids(result.get("sections") or {}, result.get("context") or "")
-                ids += result.get("needed_again") or []
+                ids = rendered_ids(result.get("sections") or {}, result["context"])
                 await asyncio.to_thread(note_access, store, ids)
             except Exception as exc:
                 log.warning("memory use not recorded: %s", exc)

@@ -137,8 +137,6 @@ def result_json(
             for r in values.get("candidates") or []
         ],
         "superseded": list(dict.fromkeys(values.get("superseded") or [])),
-        # The session's own memories this prompt needed again (not given: counted as used).
-        "needed_again": list(values.get("needed_again") or []),
         "mode": mode,
         "timings_ms": dict(values.get("timings_ms") or {}),
         "layers": dict(values.get("layers") or {}),

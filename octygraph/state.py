@@ -114,9 +114,6 @@ class OutputState(TypedDict, total=False):
     context: str
     """The exact text to inject; empty when nothing relevant was found."""
     sections: dict[str, list[Record]]
-    needed_again: list[str]
-    """Memories this session stated that the prompt needed again: not given (they are in its
-    conversation), but counted as a use, as a memory given is."""
     stored: list[Record]
     candidates: list[Record]
     superseded: list[str]
@@ -130,9 +127,6 @@ class PipelineState(InputState, total=False):
 
     context: str
     sections: dict[str, list[Record]]
-    needed_again: list[str]
-    """Memories this session stated that the prompt needed again: not given (they are in its
-    conversation), but counted as a use, as a memory given is."""
     classification: Classification
     l1_raw: list[str]
     """Raw L1 replies (LLM path), for the trace."""
@@ -172,9 +166,6 @@ class RetrieveOutput(TypedDict, total=False):
 
     context: str
     sections: dict[str, list[Record]]
-    needed_again: list[str]
-    """Memories this session stated that the prompt needed again: not given (they are in its
-    conversation), but counted as a use, as a memory given is."""
     assembled: str
     retrieved: Annotated[list[Record], operator.add]
     tool_calls: Annotated[list[ToolCall], operator.add]

@@ -62,22 +62,18 @@ def collect(
     today: date,
     offline: bool,
     seen: set[str] | frozenset[str] = frozenset(),
-    own: set[str] | frozenset[str] = frozenset(),
-) -> tuple[dict[str, list[Record]], list[str]]:
-    """Sections of the current records that clear the relevance bar, most relevant first, and the
-    ids of the session's own memories (`own`) that clear it too.
+) -> dict[str, list[Record]]:
+    """Sections of the current records that clear the relevance bar, most relevant first.
 
     Every candidate gets a calibrated probability of being relevant to the prompt (the relevance
     model); only those above its threshold are kept, at most `MAX_RECORDS`. With an LLM curating
     afterwards the bar is lower (curation drops more). Records this session has already seen
     (`seen`: injected earlier, or stored from its own prompts) are left out: they are in the
-    transcript. Those it stored are still judged: needed again, they count as used.
+    transcript.
     """
     merged: dict[str, Record] = {}
     for record in retrieved:
-        if record.get("type") == "entity":
-            continue
-        if record["id"] in seen and record["id"] not in own:
+        if record["id"] in seen or record.get("type") == "entity":
             continue
         current = merged.get(record["id"])
         if current is None:
@@ -92,13 +88,13 @@ def collect(
             if "edge_type" in record:
                 current.setdefault("edge_type", record["edge_type"])
     if not merged:
-        return {}, []
+        return {}
     # Superseded or deleted since the tool saw them: ask the store, the only source of truth.
     nodes = {
         n.id: n for n in store.get_nodes(merged) if not n.superseded_by and n.node_type != "entity"
     }
     if not nodes:
-        return {}, []
+        return {}
     ids = list(nodes)
     model = relevance_model()
     probabilities, triggered = model.judge(
@@ -117,9 +113,7 @@ def collect(
             )
         ),
         reverse=True,
-    )
-    needed_again = [node_id for _, node_id in chosen if node_id in own]
-    chosen = [(p, node_id) for p, node_id in chosen if node_id not in own][:MAX_RECORDS]
+    )[:MAX_RECORDS]
     today_s = today.isoformat()
     sections: dict[str, list[Record]] = defaultdict(list)
     for probability, node_id in chosen:
@@ -143,7 +137,7 @@ def collect(
         if name == "plans":  # upcoming plans read best in date order
             records.sort(key=lambda r: (str(r.get("valid_from") or "9999"), -r["rank"]))
         sections[name] = records[: SECTION_LIMITS.get(name, 15)]
-    return {name: sections[name] for name in SECTION_ORDER if sections.get(name)}, needed_again
+    return {name: sections[name] for name in SECTION_ORDER if sections.get(name)}
 
 
 def _unique_content(records: list[Record]) -> list[Record]:
@@ -209,8 +203,7 @@ async def assemble(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     # What this session was already given, and what its own messages stored, is in its conversation:
     # skip it (until a compaction drops it; the SessionStart hook then clears the log).
     seen = await asyncio.to_thread(log.seen) if log is not None else set()
-    stated = set(await asyncio.to_thread(log.stored)) if log is not None else set()
-    sections, needed_again = await asyncio.to_thread(
+    sections = await asyncio.to_thread(
         collect,
         ctx.memory(),
         state.get("prompt", ""),
@@ -218,13 +211,12 @@ async def assemble(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
         ctx.day(),
         ctx.l2_model is None,
         seen,
-        stated,
     )
     text = render(sections, ctx.context_budget_chars)
     if log is not None and not ctx.read_only and ctx.l2_model is None and text:
         # With an LLM, curation decides what is injected and records it.
         await asyncio.to_thread(log.add, injected=rendered_ids(sections, text))
-    return {"sections": sections, "assembled": text, "needed_again": needed_again}
+    return {"sections": sections, "assembled": text}
 
 
 def rendered_ids(sections: dict[str, list[Record]], text: str) -> list[str]:
