@@ -437,8 +437,9 @@ async def _session_start(
         return HookReply()
     if log_ is not None:
         await asyncio.to_thread(log_.add, injected=ids)
-    rest = asyncio.create_task(_note_access(settings, stores, ids))
-    return HookReply(output, rest=rest)
+    # Not counted as uses: the block is given whatever the session needs, and counting it would keep
+    # whatever it gave once in every later block.
+    return HookReply(output)
 
 
 async def _session_end(
@@ -462,19 +463,6 @@ async def _session_end(
             len(settled.confirmed),
             len(settled.merged),
         )
-
-
-async def _note_access(settings: Settings, stores: StoreLease, ids: list[str]) -> None:
-    """Count a use of each injected memory (after the answer went out); never raises."""
-    if not ids:
-        return
-    try:
-        from octygraph.session_start import record_access
-
-        async with stores(settings) as store:
-            await asyncio.to_thread(record_access, store, ids)
-    except Exception as exc:
-        log.warning("memory use not recorded: %s", exc)
 
 
 async def _answer(
