@@ -55,7 +55,12 @@ def _force_store(
     classification: Classification,
     items: list[StorageItem],
     instructions: list[ExtractedInstruction],
+    candidate: float | None = None,
 ) -> tuple[list[Record], list[str], list[ToolCall], list[str]]:
+    """Write `items` and `instructions`: (records written, ids superseded, calls, notes).
+
+    With `candidate` (the storage verdict's probability) the items are written as candidates, which
+    replace nothing; a candidate said again is confirmed instead (`writes.store_memory`)."""
     store = ctx.memory()
     kinds = {e.name.casefold(): e.kind for e in classification.entities}
     stored: list[Record] = []
@@ -83,7 +88,8 @@ def _force_store(
                 for name in item.entities
                 if name.strip() and not is_secret_name(name)
             ]
-            old_id = _find_replaced(store, item, entity_ids) if item.correction else None
+            correction = item.correction and candidate is None
+            old_id = _find_replaced(store, item, entity_ids) if correction else None
             if old_id:
                 result = writes.supersede_memory(
                     store,
@@ -109,6 +115,7 @@ def _force_store(
                     salience=item.salience,
                     source=ctx.source,
                     scope=item.scope,
+                    candidate=candidate,
                 )
             stored.extend(result.records)
             ctx.note_written([r["id"] for r in result.records] + ([old_id] if old_id else []))
@@ -134,51 +141,6 @@ def _force_store(
     return stored, superseded, calls, notes
 
 
-def _store_candidates(
-    ctx: Context, prompt: str, items: list[StorageItem], probability: float
-) -> tuple[list[Record], list[Record], list[ToolCall], list[str]]:
-    """Write what the verdict was unsure of as candidates: (candidates, confirmed, calls, notes).
-
-    A candidate said again is confirmed instead (`writes.store_memory`): it then counts as stored."""
-    store = ctx.memory()
-    written: list[Record] = []
-    confirmed: list[Record] = []
-    calls: list[ToolCall] = []
-    notes: list[str] = []
-    for item in items:
-        try:
-            result = writes.store_memory(
-                store,
-                node_type=item.type,
-                content=item.content,
-                grounding_text=prompt,
-                injection=ctx.injection,
-                subtype=item.subtype,
-                valid_from=item.valid_from,
-                entity_names=[n for n in item.entities if not is_secret_name(n)],
-                source=ctx.source,
-                scope=item.scope,
-                candidate=probability,
-            )
-        except StoreError as exc:
-            notes.append(f"store_candidate: {exc}")
-            calls.append(
-                tool_call(
-                    "force_store",
-                    "store_memory",
-                    item.model_dump(),
-                    str(exc),
-                    registry.fault_of(exc),
-                )
-            )
-            continue
-        for record in result.records:
-            (written if record.get("candidate") else confirmed).append(record)
-        ctx.note_written([r["id"] for r in result.records])
-        calls.append(tool_call("force_store", "store_memory", item.model_dump(), result.text))
-    return written, confirmed, calls, notes
-
-
 @timed("force_store")
 async def force_store(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Store directly with sensible defaults when the loop stored nothing despite storable items,
@@ -200,14 +162,21 @@ async def force_store(state: PipelineState, runtime: Runtime[Context]) -> dict[s
         )
         return {"stored": stored, "superseded": superseded, "tool_calls": calls, "notes": notes}
     if not state.get("stored") and storage.candidates:
-        unsure, confirmed, calls, notes = await asyncio.to_thread(
-            _store_candidates,
+        written, _, calls, notes = await asyncio.to_thread(
+            _force_store,
             ctx,
             prompt,
+            state.get("classification") or Classification(),
             list(storage.candidates),
+            [],
             storage.candidate_p or 0.0,
         )
-        return {"candidates": unsure, "stored": confirmed, "tool_calls": calls, "notes": notes}
+        return {
+            "candidates": [r for r in written if r.get("candidate")],
+            "stored": [r for r in written if not r.get("candidate")],  # confirmed: said again
+            "tool_calls": calls,
+            "notes": notes,
+        }
     return {}
 
 
