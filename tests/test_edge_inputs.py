@@ -113,9 +113,13 @@ def test_a_5000_character_working_folder_keeps_memory_on(home: Path, tmp_path: P
     deep = _deep_folder(tmp_path)
     assert len(str(deep)) > 5000
     # The hook names the folder in its payload.
-    for prompt in ("Lisa runs the Friday release for Acme.", "Who runs the Friday release?"):
+    # The question comes from a later session: a session is not given back what it said itself.
+    for session, prompt in (
+        ("s1", "Lisa runs the Friday release for Acme."),
+        ("s2", "Who runs the Friday release?"),
+    ):
         payload = {
-            "session_id": "s1",
+            "session_id": session,
             "cwd": str(deep),
             "hook_event_name": "UserPromptSubmit",
             "prompt": prompt,
