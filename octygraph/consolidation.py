@@ -35,8 +35,9 @@ def consolidate(store: AdminStore, session_ids: Iterable[str]) -> Settled:
     """Settle the candidates among `session_ids` (what one session stored); see the module doc."""
     record_access(store, ())  # the uses noted so far: a candidate given often enough is confirmed
     settled = Settled()
-    for node in store.get_nodes(list(dict.fromkeys(session_ids))):
-        if not is_candidate(node) or node.superseded_by:
+    for node_id in dict.fromkeys(session_ids):
+        node = store.get_node(node_id)  # as it is now: an earlier merge may have settled it
+        if node is None or not is_candidate(node) or node.superseded_by:
             continue
         for hit in store.search(
             node.content, types=MEMORY_TYPES, limit=RESTATEMENT_HITS, mode="vector"

@@ -149,3 +149,18 @@ def test_two_candidates_that_say_the_same_are_merged_into_the_older_confirmed(
         live = [n for n in store.iter_all() if n.content == UNSURE and not n.superseded_by]
     assert confirmed is not None and confirmed.attributes["confirmed"] == "restated"
     assert [n.id for n in live] == [older.id]
+
+
+def test_two_candidates_of_one_session_that_say_the_same_are_settled_once(claude_dir: Path) -> None:
+    from octygraph.consolidation import consolidate
+
+    with open_store(Settings.from_env()) as store:
+        first = store.add_node("fact", UNSURE, attributes=candidates.candidate_attributes(0.4))
+        second = store.add_node(
+            "instruction", UNSURE, attributes=candidates.candidate_attributes(0.5)
+        )
+        settled = consolidate(store, [first.id, second.id])
+        assert settled.confirmed == [first.id] and settled.merged == [second.id]
+        kept, merged = store.get_node(first.id), store.get_node(second.id)
+    assert kept is not None and not candidates.is_candidate(kept)
+    assert merged is not None and review.status(merged) == "archived"
