@@ -3,7 +3,8 @@
 A session starts blank; the prompt hook only brings what a prompt's topic calls for. At session start
 octygraph gives the project's standing rules and broad facts, and what recent sessions decided, ranked
 by scope, by how often a prompt was given it or it was restated (`access_count` in its attributes;
-the block's own gives do not count, or it would keep itself) and by recency, within `OCTY_START_BUDGET` characters. What the session already has is left out: what its
+the block's own gives do not count, or it would keep itself) and by recency, within
+`OCTY_START_BUDGET` characters. What the session already has is left out: what its
 ledger says it was given (`SessionLog`), and what the CLAUDE.md files and Claude Code's own auto-memory
 index, which Claude Code loads itself, already state.
 """
