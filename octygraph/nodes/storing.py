@@ -144,40 +144,35 @@ def _force_store(
 @timed("force_store")
 async def force_store(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Store directly with sensible defaults when the loop stored nothing despite storable items,
-    and keep what the storage verdict was unsure of as candidates."""
+    or keep what the storage verdict was unsure of as candidates."""
     ctx = runtime.context
     storage = state.get("storage") or StorageDecision(store=False)
     instructions = state.get("instructions") or []
-    if ctx.read_only:
+    if ctx.read_only or state.get("stored"):
         return {}
-    prompt = state.get("prompt", "")
-    if not state.get("stored") and (storage.items or instructions):
-        stored, superseded, calls, notes = await asyncio.to_thread(
-            _force_store,
-            ctx,
-            prompt,
-            state.get("classification") or Classification(),
-            list(storage.items),
-            list(instructions),
-        )
-        return {"stored": stored, "superseded": superseded, "tool_calls": calls, "notes": notes}
-    if not state.get("stored") and storage.candidates:
-        written, _, calls, notes = await asyncio.to_thread(
-            _force_store,
-            ctx,
-            prompt,
-            state.get("classification") or Classification(),
-            list(storage.candidates),
-            [],
-            storage.candidate_p or 0.0,
-        )
-        return {
-            "candidates": [r for r in written if r.get("candidate")],
-            "stored": [r for r in written if not r.get("candidate")],  # confirmed: said again
-            "tool_calls": calls,
-            "notes": notes,
-        }
-    return {}
+    if storage.items or instructions:
+        items, rules, candidate = list(storage.items), list(instructions), None
+    elif storage.candidates:
+        items, rules, candidate = list(storage.candidates), [], storage.candidate_p or 0.0
+    else:
+        return {}
+    written, superseded, calls, notes = await asyncio.to_thread(
+        _force_store,
+        ctx,
+        state.get("prompt", ""),
+        state.get("classification") or Classification(),
+        items,
+        rules,
+        candidate,
+    )
+    return {
+        # A candidate said again is confirmed, and stored as an ordinary memory.
+        "stored": [r for r in written if not r.get("candidate")],
+        "candidates": [r for r in written if r.get("candidate")],
+        "superseded": superseded,
+        "tool_calls": calls,
+        "notes": notes,
+    }
 
 
 async def _judge(ctx: Context, new: str, old: str, cosine: float) -> tuple[ReconcileJudgement, str]:
