@@ -18,6 +18,8 @@ from typing import Final, Literal
 
 from octygraph.heuristics.safety import redact_secrets
 from octygraph.private import private_mkdir
+from octygraph.settings import Settings
+from octygraph.store import Node
 
 Action = Literal["approve", "edit", "forget"]
 LABELS: Final[dict[str, int]] = {"approve": 1, "edit": 1, "forget": 0}
@@ -88,6 +90,20 @@ def record(
     except OSError:
         pass
     return example
+
+
+def record_decision(
+    settings: Settings, node: Node, action: Action, *, candidate: bool
+) -> Example | None:
+    """`record` the user's decision on `node`, in the project and home `settings` name."""
+    return record(
+        settings.home,
+        node.content,
+        action,
+        candidate=candidate,
+        project=settings.project_id,
+        node_type=node.node_type,
+    )
 
 
 def load(home: Path) -> list[Example]:

@@ -821,16 +821,8 @@ def memory_manifest(
 
 def _record_example(node: Node, action: feedback.Action, *, candidate: bool) -> None:
     """Keep the user's decision as a labelled example for `memory learn`; a failure only warns."""
-    s = _settings()
     try:
-        feedback.record(
-            s.home,
-            node.content,
-            action,
-            candidate=candidate,
-            project=s.project_id,
-            node_type=node.node_type,
-        )
+        feedback.record_decision(_settings(), node, action, candidate=candidate)
     except OSError as exc:
         common.err.print(
             f"Done, but the example for `octygraph memory learn` was not recorded: "

@@ -99,14 +99,7 @@ def create_app(settings: Settings, token: str, store: AdminStore | None = None) 
     def learn_from(node: Node, action: feedback.Action, *, candidate: bool) -> None:
         """Keep the user's decision as a labelled example for `octygraph memory learn`."""
         try:
-            feedback.record(
-                settings.home,
-                node.content,
-                action,
-                candidate=candidate,
-                project=settings.project_id,
-                node_type=node.node_type,
-            )
+            feedback.record_decision(settings, node, action, candidate=candidate)
         except OSError:
             pass  # the decision itself is made; an example lost is not worth failing the page
 
