@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +18,8 @@ from octygraph.judgement.verdict import (
     StorageVerdict,
     storage_verdict,
 )
+from tests.refits import SHARED, assert_script_makes_shipped
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
 NAMED = len(CONTEXT_NAMES) + len(FORM_NAMES)
 
 
@@ -130,27 +127,4 @@ def test_tasks_questions_commands_and_code_are_not_stored(message: str) -> None:
 @pytest.mark.timeout(1500)  # reads and embeds every shared prompt: minutes on a busy machine
 @pytest.mark.skipif(not SHARED.exists(), reason="the shared data is not beside the repository")
 def test_the_shipped_verdict_is_what_the_training_script_makes(tmp_path: Path) -> None:
-    out = tmp_path / "verdict.npz"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "training" / "train_verdict.py"),
-            "--out",
-            str(out),
-            "--report",
-            str(tmp_path / "report.json"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=1500,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    shipped = np.load(ROOT / "octygraph" / "data" / "storage_verdict.npz")
-    fresh = np.load(out)
-    assert sorted(shipped.files) == sorted(fresh.files)
-    for key in shipped.files:
-        if shipped[key].dtype.kind == "U":
-            assert (shipped[key] == fresh[key]).all(), key
-        else:
-            np.testing.assert_allclose(shipped[key], fresh[key], atol=1e-4, err_msg=key)
+    assert_script_makes_shipped("train_verdict.py", "storage_verdict.npz", tmp_path)
