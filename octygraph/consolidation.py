@@ -35,7 +35,10 @@ def consolidate(store: AdminStore, session_ids: Iterable[str]) -> Settled:
     """Settle the candidates among `session_ids` (what one session stored); see the module doc."""
     record_access(store, ())  # the uses noted so far: a candidate given often enough is confirmed
     settled = Settled()
-    for node_id in dict.fromkeys(session_ids):
+    # Times have one-second resolution: on a tie, what the session stored first is older, and
+    # anything from before the session older still.
+    stored_order = {node_id: i for i, node_id in enumerate(dict.fromkeys(session_ids))}
+    for node_id in stored_order:
         node = store.get_node(node_id)  # as it is now: an earlier merge may have settled it
         if node is None or not is_candidate(node) or node.superseded_by:
             continue
@@ -48,7 +51,9 @@ def consolidate(store: AdminStore, session_ids: Iterable[str]) -> Settled:
             if not is_restatement(node.content, other.content, hit.cosine):
                 continue
             if is_candidate(other):
-                older, newer = sorted((node, other), key=lambda n: (n.created_at, n.id))
+                older, newer = sorted(
+                    (node, other), key=lambda n: (n.created_at, stored_order.get(n.id, -1))
+                )
                 if confirm(store, older.id, "restated") is not None:
                     settled.confirmed.append(older.id)
                 store.archive_node(newer.id)
