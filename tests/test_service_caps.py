@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 
 from octygraph.service.checkpointers import CheckpointerPool
-from octygraph.service.pool import StorePool, max_open_stores
+from octygraph.service.kept_files import max_open_stores
+from octygraph.service.pool import StorePool
 from octygraph.settings import Settings
 
 

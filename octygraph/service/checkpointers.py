@@ -16,17 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from octygraph.service.kept_files import file_identity, max_open_stores
+
 if TYPE_CHECKING:
     from octygraph.settings import Settings
-
-
-def file_identity(path: Path) -> tuple[int, int] | None:
-    """The file's (device, inode), or None when it is gone: a replaced file gets a new identity."""
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return (info.st_dev, info.st_ino)
 
 
 @dataclass
@@ -47,8 +40,6 @@ class CheckpointerPool:
     """
 
     def __init__(self, max_kept: int | None = None) -> None:
-        from octygraph.service.pool import max_open_stores
-
         self._kept: dict[str, _Kept] = {}
         self._opening = asyncio.Lock()
         self._max_kept = max(1, max_kept if max_kept is not None else max_open_stores())

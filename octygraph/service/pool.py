@@ -10,33 +10,20 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import os
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from octygraph.embeddings import LocalEmbeddings, make_embeddings
-from octygraph.service.checkpointers import file_identity
+from octygraph.service.kept_files import file_identity, max_open_stores
 from octygraph.services import open_store
 from octygraph.settings import Settings
 from octygraph.store import AdminStore, MemoryStore
 
 MAX_IDLE_PER_DB = 4
-
-
-def max_open_stores(env: Mapping[str, str] | None = None) -> int:
-    """`OCTY_SERVE_MAX_STORES` (default 32): open stores kept across every database the service serves.
-
-    Without a cap each new project kept its stores (three descriptors each: the database, its WAL and
-    shared-memory files) for the service's life. A bad value falls back to the default.
-    """
-    from octygraph import setting_table as table
-
-    return int(table.lenient("OCTY_SERVE_MAX_STORES", os.environ if env is None else env))
-
 
 log = logging.getLogger("octygraph.service")
 
