@@ -31,6 +31,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from octygraph.judgement.storage import filter_storage
 from training.real_prompts import Prompt, load_prompts, load_written, stored_figures
 from training.train_verdict import fit, kept
 
@@ -76,8 +77,6 @@ def leave_project_out(
 def forms_only(prompts: list[Prompt]) -> list[list[str]]:
     """What the storage filter's hand-written forms store of each prompt (item texts), without the
     learned verdict."""
-    from octygraph.heuristics.storage import filter_storage
-
     return [
         [item.content for item in filter_storage(p.text, project="project", learned=False).items]
         for p in track(prompts, description="forms")

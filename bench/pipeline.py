@@ -51,6 +51,7 @@ from octygraph import heuristics, prompts  # noqa: E402
 from octygraph.context import Context  # noqa: E402
 from octygraph.embeddings import local_embeddings  # noqa: E402
 from octygraph.graph import NODE_NAMES  # noqa: E402
+from octygraph.judgement.storage import filter_storage, has_durable  # noqa: E402
 from octygraph.llm.usage import UsageTracker  # noqa: E402
 from octygraph.models import InstructionList  # noqa: E402
 from octygraph.profiles.manager import build_database, builtin_graph  # noqa: E402
@@ -80,9 +81,11 @@ class ScriptedBrain:
     """Answers each LLM call of a run by looking at which prompt it is (they run in parallel)."""
 
     def __init__(self, prompt: str, known: list[str]) -> None:
-        self.classification = heuristics.classify(prompt, known_entities=known)
+        self.classification = heuristics.classify(
+            prompt, known_entities=known, durable=lambda: has_durable(prompt)
+        )
         self.plan = heuristics.plan_retrieval(prompt, self.classification)
-        self.storage = heuristics.filter_storage(prompt, self.classification, date.today())
+        self.storage = filter_storage(prompt, self.classification, date.today())
         self.instructions = heuristics.extract_instructions(prompt, self.classification)
 
     def __call__(self, messages: list[BaseMessage]) -> Any:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from octygraph import candidates, review
-from octygraph.heuristics.storage import filter_storage
 from octygraph.judgement.relevance import MemoryText, relevance_model
+from octygraph.judgement.storage import filter_storage
 from octygraph.nodes.assemble import CANDIDATE_RELEVANCE
 from octygraph.services import open_store
 from octygraph.session_start import USES_CONFIRM, record_access

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import date
 
@@ -9,9 +10,7 @@ import pytest
 
 from octygraph.heuristics import (
     Gazetteer,
-    classify,
     extract_instructions,
-    filter_storage,
     is_grounded,
     judge,
     looks_like_injection,
@@ -21,11 +20,22 @@ from octygraph.heuristics import (
     resolve_date,
     split_sentences,
 )
+from octygraph.heuristics import classify as classify_sentences
 from octygraph.heuristics.analysis import analyze, resolve_pronouns
 from octygraph.judgement.gate import Judged, storage_gate
-from octygraph.models import RetrievalPlan
+from octygraph.judgement.storage import filter_storage, has_durable
+from octygraph.models import Classification, RetrievalPlan
 
 TODAY = date(2026, 3, 11)  # a Wednesday
+
+
+def classify(
+    prompt: str,
+    known_entities: Gazetteer | Iterable[str] | Mapping[str, str] = (),
+    today: date | None = None,
+) -> Classification:
+    """The deterministic classification with the storage decision's verdict, as the pipeline asks it."""
+    return classify_sentences(prompt, known_entities, today, durable=lambda: has_durable(prompt))
 
 
 def all_kept(prompt: str) -> list[Judged]:

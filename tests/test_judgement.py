@@ -16,13 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from octygraph.heuristics import filter_storage
-from octygraph.heuristics.storage import MAX_REPLY_ITEMS, recorded_rules
+from octygraph.heuristics.storage import recorded_rules
 from octygraph.judgement.decoration import strip_decoration
 from octygraph.judgement.gate import Judged, judged_segments, storage_gate
 from octygraph.judgement.relevance import MemoryText, relevance_model
 from octygraph.judgement.segments import segments
 from octygraph.judgement.standalone import standalone
+from octygraph.judgement.storage import MAX_REPLY_ITEMS, filter_storage
 from octygraph.runner import RunOptions, run_prompt
 from octygraph.services import open_store
 from octygraph.settings import Settings

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from octygraph.heuristics import filter_storage
 from octygraph.judgement import verdict as verdict_module
 from octygraph.judgement.linear import Logistic
+from octygraph.judgement.storage import filter_storage
 from octygraph.judgement.verdict import (
     CONTEXT_NAMES,
     FORM_NAMES,

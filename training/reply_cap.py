@@ -8,7 +8,7 @@ keep something wrongly. This assembles replies from the held-out lines of
 1, 2 or 3 report a lasting outcome, in a seeded random order. It runs the real storage filter on each
 with the cap at 1, 2, 3, 5 and 10 items and prints, per cap, the precision of the stored items, the
 recall of the durable lines, and the share of replies with no durable line that stored something.
-`MAX_REPLY_ITEMS` in `octygraph/heuristics/storage.py` is the smallest cap whose recall is within two
+`MAX_REPLY_ITEMS` in `octygraph/judgement/storage.py` is the smallest cap whose recall is within two
 points of the uncapped one; a larger cap only adds wrong items.
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from octygraph.heuristics import storage
+from octygraph.judgement import storage
 from octygraph.judgement.decoration import strip_decoration
 from training.common import HERE, held_out, read_jsonl
 from training.train_gate import _overlap

@@ -1,5 +1,5 @@
-"""Deterministic ("no-LLM") reasoning: classification, planning, storage filter, instructions,
-dates, safety and reconciliation.
+"""Deterministic ("no-LLM") reasoning: classification, planning, the storage filter's patterns,
+instructions, dates, safety and reconciliation.
 
 Pure functions over the stdlib and `octygraph.models`; each runs in a few milliseconds per
 prompt. They are the pipeline's mode of thinking when no LLM is configured, and its fallback
@@ -15,7 +15,6 @@ from octygraph.heuristics.instructions import extract_instructions
 from octygraph.heuristics.plan import plan_retrieval
 from octygraph.heuristics.reconcile import judge, replacement_signal
 from octygraph.heuristics.safety import is_grounded, looks_like_injection, redact_secrets
-from octygraph.heuristics.storage import filter_storage
 from octygraph.heuristics.text import split_sentences
 
 __all__ = [
@@ -23,7 +22,6 @@ __all__ = [
     "classify",
     "extract_entities",
     "extract_instructions",
-    "filter_storage",
     "find_date",
     "is_grounded",
     "judge",

@@ -17,7 +17,7 @@ from octygraph.heuristics.lexicon import (
     VAGUE_WORDS,
 )
 from octygraph.heuristics.safety import redact_secrets
-from octygraph.heuristics.storage import CODE, has_durable, sentence_type
+from octygraph.heuristics.storage import CODE, sentence_type
 from octygraph.heuristics.text import rx, split_sentences, stem
 from octygraph.models import Classification, Intent, Operations, merge_classifications
 
@@ -174,7 +174,7 @@ def classify(
     known_entities: Gazetteer | Iterable[str] | Mapping[str, str] = (),
     today: date | None = None,
     *,
-    durable: Callable[[], bool] | None = None,
+    durable: Callable[[], bool],
 ) -> Classification:
     """Classify a prompt without an LLM (the deterministic Layer 1).
 
@@ -187,8 +187,8 @@ def classify(
         known_entities: Entity names from the database (or a name -> kind mapping, or a
             prebuilt `Gazetteer`), matched case-insensitively as whole words.
         today: Reference day for dates (defaults to the local date).
-        durable: The storage gate's verdict on `prompt` when the caller runs the gate itself (e.g.
-            beside this call, in another thread); None asks the gate here.
+        durable: The storage decision's verdict on `prompt` (`judgement.storage.has_durable`), asked
+            after the sentence rules, so the caller can compute it beside this call, in another thread.
 
     Returns:
         The merged classification; an empty prompt gives no operations.
@@ -201,7 +201,7 @@ def classify(
     parts = [classify_sentence(analyze(text, today, gazetteer), today) for text in texts]
     merged = merge_classifications(parts)
     # Whether anything is worth storing is the storage gate's call, not the sentence patterns'.
-    store = has_durable(prompt) if durable is None else durable()
+    store = durable()
     return merged.model_copy(
         update={"operations": merged.operations.model_copy(update={"store": store})}
     )

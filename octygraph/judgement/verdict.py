@@ -9,8 +9,8 @@ its segments, the gate's log-odds, the forms and the sentence analysis as featur
 picks which segment says it when the message is too long to store whole. Above `active_bar` the message
 is stored; between `candidate_bar` and `active_bar` it is an unsure statement, which is not stored yet.
 
-The storage filter asks it for messages the forms keep nothing of, and the forms' refusals
-(`heuristics.storage.refusal`) hold over it. `bench/judgement_cv.py` judges it leave-project-out.
+The storage decision (`storage`) asks it for messages the forms keep nothing of, and the forms'
+refusals (`heuristics.storage.refusal`) hold over it. `bench/judgement_cv.py` judges it leave-project-out.
 
 `octygraph memory learn` may fit the message layer to the user's own approvals and forgets
 (`octygraph.learning`); its weights, `$OCTYBOT_HOME/learning/storage_verdict.npz`, are used instead of

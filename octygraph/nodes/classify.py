@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 
 from octygraph import heuristics, prompts
 from octygraph.context import Context
-from octygraph.heuristics.storage import has_durable
+from octygraph.judgement.storage import has_durable
 from octygraph.models import Classification, merge_classifications
 from octygraph.nodes._common import NO_MODEL, ask_structured, combine, layer, log, timed
 from octygraph.nodes.plan import draft_plan
@@ -105,9 +105,7 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     }
 
 
-def _classify_offline(
-    ctx: Context, prompt: str, durable: Callable[[], bool] | None = None
-) -> Classification:
+def _classify_offline(ctx: Context, prompt: str, durable: Callable[[], bool]) -> Classification:
     """The deterministic classification with the store's known entities: one trip to a worker thread."""
     return heuristics.classify(
         prompt, known_entities=ctx.gazetteer(), today=ctx.day(), durable=durable

@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 
 from octygraph import heuristics, prompts
 from octygraph.context import Context
+from octygraph.judgement.storage import filter_storage
 from octygraph.models import (
     Classification,
     ExtractedInstruction,
@@ -75,7 +76,7 @@ async def plan(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any
     # Judged even when L1 wants nothing stored: what the verdict is unsure of is kept as a candidate.
     offline_storage = (
         await asyncio.to_thread(
-            heuristics.filter_storage,
+            filter_storage,
             prompt,
             classification,
             today,
