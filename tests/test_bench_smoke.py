@@ -96,7 +96,7 @@ def test_search_bench_small() -> None:
         "store.search hybrid",
     ):
         median, p95 = latencies[name]
-        assert 0.0 <= median <= p95 < 5000.0
+        assert 0.0 <= median <= p95
     # Both vector scans are exact, so they return the same top 10.
     assert "| vector top-10 overlap, sqlite-vec vs NumPy | 1.000 |" in out
     assert re.search(r"^\| insert, vectors given \(SQLite, FTS5, vec0\) \| \d+ nodes/s", out, re.M)
