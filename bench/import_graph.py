@@ -45,6 +45,8 @@ LAYERS: list[tuple[str, ...]] = [
     # memories' life cycle over the store, and reviewing it by hand
     ("candidates", "feedback", "retention"),
     ("review", "candidate_review", "learning"),
+    # Claude Code's formats, its manifest of stored memories and its installation
+    ("claude",),
     # language models and what is said to them
     ("llm", "prompts"),
     # a run: its state and context, the tools and nodes, the graph and what runs it
@@ -52,10 +54,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("tools",),
     ("nodes",),
     ("session_start", "graph"),
-    ("consolidation", "runner"),
+    ("consolidation", "runner", "store_lease", "run_bookkeeping"),
     ("resume",),
-    # Claude Code's formats and installation, the resident service, the hooks it and the client run
-    ("claude",),
+    # the resident service, and the hooks Claude Code runs (through the service, or in-process)
     ("service",),
     ("hooks",),
     # the user interfaces and the command line
