@@ -4,6 +4,10 @@
 `reconciliation`, `embeddings`). `UsageCallback` is the LangChain callback that feeds it from
 chat-model results: it reads `usage_metadata`, the provider that answered and, when the provider
 reports it (OpenRouter, the claude command), the cost it billed.
+
+langchain_core's `UsageMetadataCallbackHandler` reads the same `usage_metadata`, but it sums by model
+name only: it has no layer, provider or billed cost, and it would count a resilient wrapper's run
+and the provider call inside it twice. Hence this callback.
 """
 
 from __future__ import annotations
