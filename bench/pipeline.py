@@ -54,6 +54,7 @@ from octygraph.graph import NODE_NAMES  # noqa: E402
 from octygraph.judgement.storage import filter_storage, has_durable  # noqa: E402
 from octygraph.llm.usage import UsageTracker  # noqa: E402
 from octygraph.models import InstructionList  # noqa: E402
+from octygraph.nodes.plan import split_instructions  # noqa: E402
 from octygraph.profiles.manager import build_database, builtin_graph  # noqa: E402
 from octygraph.runner import RunOptions, run_prompt  # noqa: E402
 from octygraph.settings import Settings  # noqa: E402
@@ -85,8 +86,10 @@ class ScriptedBrain:
             prompt, known_entities=known, durable=lambda: has_durable(prompt)
         )
         self.plan = heuristics.plan_retrieval(prompt, self.classification)
-        self.storage = filter_storage(prompt, self.classification, date.today())
-        self.instructions = heuristics.extract_instructions(prompt, self.classification)
+        # As the deterministic path answers: the rules are instructions, the rest is stored.
+        self.storage, self.instructions = split_instructions(
+            filter_storage(prompt, self.classification, date.today())
+        )
 
     def __call__(self, messages: list[BaseMessage]) -> Any:
         system = str(messages[0].content) if isinstance(messages[0], SystemMessage) else ""

@@ -10,7 +10,6 @@ import pytest
 
 from octygraph.heuristics import (
     Gazetteer,
-    extract_instructions,
     is_grounded,
     judge,
     looks_like_injection,
@@ -22,9 +21,10 @@ from octygraph.heuristics import (
 )
 from octygraph.heuristics import classify as classify_sentences
 from octygraph.heuristics.analysis import analyze, resolve_pronouns
+from octygraph.heuristics.instructions import detect_instruction
 from octygraph.judgement.gate import Judged, storage_gate
 from octygraph.judgement.storage import filter_storage, has_durable
-from octygraph.models import Classification, RetrievalPlan
+from octygraph.models import Classification, ExtractedInstruction, RetrievalPlan
 
 TODAY = date(2026, 3, 11)  # a Wednesday
 
@@ -36,6 +36,11 @@ def classify(
 ) -> Classification:
     """The deterministic classification with the storage decision's verdict, as the pipeline asks it."""
     return classify_sentences(prompt, known_entities, today, durable=lambda: has_durable(prompt))
+
+
+def instruction(sentence: str) -> ExtractedInstruction | None:
+    """The standing instruction the patterns read in one sentence, as the storage filter asks them."""
+    return detect_instruction(analyze(sentence, TODAY), TODAY)
 
 
 def all_kept(prompt: str) -> list[Judged]:
@@ -64,7 +69,7 @@ def test_telling_a_fact_stores_it_with_its_entities() -> None:
     [item] = decision.items
     assert (item.type, item.content, item.correction) == ("fact", prompt, False)
     assert item.entities == ["Peter", "Anderson"]
-    assert extract_instructions(prompt, c, today=TODAY) == []  # a description, not a directive
+    assert instruction(prompt) is None  # a description, not a directive
 
 
 def test_asking_retrieves_only_with_an_entity_lookup() -> None:
@@ -101,9 +106,8 @@ def test_from_now_on_always_is_a_universal_rule() -> None:
     prompt = "From now on always run the tests before deploying"
     c = classify(prompt, today=TODAY)
     assert c.operations.store and "instruction" in c.intents
-    [instruction] = extract_instructions(prompt, c, today=TODAY)
-    assert (instruction.subtype, instruction.scope, instruction.content) == ("rule", 1.0, prompt)
     [item] = filter_storage(prompt, c, TODAY).items
+    assert item.content == prompt
     assert (item.type, item.subtype, item.scope) == ("instruction", "rule", 1.0)
 
 
@@ -148,7 +152,6 @@ def test_greetings_hypotheticals_questions_and_noise_store_nothing(prompt: str) 
     decision = filter_storage(prompt, c, TODAY)
     assert not decision.store and decision.items == []
     assert decision.reason.startswith("Nothing to store")
-    assert extract_instructions(prompt, c, today=TODAY) == []
 
 
 @pytest.mark.parametrize(
@@ -302,13 +305,10 @@ def test_dated_plans_and_past_events_get_their_dates() -> None:
 def test_instruction_patterns_and_scopes(
     prompt: str, pattern: str, subtype: str, scope: float
 ) -> None:
-    [instruction] = extract_instructions(prompt, classify(prompt, today=TODAY), today=TODAY)
-    assert (instruction.pattern, instruction.subtype, instruction.scope) == (
-        pattern,
-        subtype,
-        scope,
-    )
-    assert instruction.content.rstrip(".") == prompt
+    found = instruction(prompt)
+    assert found is not None
+    assert (found.pattern, found.subtype, found.scope) == (pattern, subtype, scope)
+    assert found.content.rstrip(".") == prompt
 
 
 @pytest.mark.parametrize(
@@ -323,7 +323,7 @@ def test_instruction_patterns_and_scopes(
     ],
 )
 def test_one_off_commands_are_not_standing_instructions(prompt: str) -> None:
-    assert extract_instructions(prompt, today=TODAY) == []
+    assert instruction(prompt) is None
     assert not filter_storage(prompt, today=TODAY).store
 
 
@@ -467,11 +467,10 @@ def test_replacement_signal() -> None:
 # --- speed ----------------------------------------------------------------------------------
 
 
-def _all_four(prompt: str, known: Gazetteer) -> None:
+def _all_three(prompt: str, known: Gazetteer) -> None:
     c = classify(prompt, known, TODAY)
     plan_retrieval(prompt, c, today=TODAY, known_entities=known)
     filter_storage(prompt, c, TODAY, known_entities=known)
-    extract_instructions(prompt, c, today=TODAY, known_entities=known)
 
 
 # A hang guard, not a speed figure: the whole test takes well under a second; catastrophic
@@ -492,7 +491,7 @@ def test_whole_deterministic_path_does_not_blow_up_with_a_large_gazetteer() -> N
         "Peter handles Anderson. " * 2000,
     ]
     for prompt in prompts:
-        _all_four(prompt, known)
+        _all_three(prompt, known)
     assert [e.name for e in classify("Who handles Anderson?", known, TODAY).entities] == [
         "Anderson"
     ]
@@ -543,8 +542,9 @@ def test_a_takeover_with_a_past_clause_is_the_current_fact() -> None:
     ],
 )
 def test_switches_and_reroutes_correct_standing_instructions(prompt: str, subtype: str) -> None:
-    [instruction] = extract_instructions(prompt, classify(prompt, today=TODAY), today=TODAY)
-    assert (instruction.pattern, instruction.subtype) == ("correction", subtype)
+    found = instruction(prompt)
+    assert found is not None
+    assert (found.pattern, found.subtype) == ("correction", subtype)
     [item] = filter_storage(prompt, classify(prompt, today=TODAY), TODAY).items
     assert (item.type, item.correction) == ("instruction", True)
 

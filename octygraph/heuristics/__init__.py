@@ -11,7 +11,6 @@ from __future__ import annotations
 from octygraph.heuristics.classify import classify
 from octygraph.heuristics.dates import find_date, lookback_days, resolve_date
 from octygraph.heuristics.entities import Gazetteer, extract_entities
-from octygraph.heuristics.instructions import extract_instructions
 from octygraph.heuristics.plan import plan_retrieval
 from octygraph.heuristics.reconcile import judge, replacement_signal
 from octygraph.heuristics.safety import is_grounded, looks_like_injection, redact_secrets
@@ -21,7 +20,6 @@ __all__ = [
     "Gazetteer",
     "classify",
     "extract_entities",
-    "extract_instructions",
     "find_date",
     "is_grounded",
     "judge",

@@ -1,4 +1,4 @@
-"""Instruction extraction: the eight instruction patterns and their scope, without an LLM.
+"""Instruction detection: the eight instruction patterns and their scope, without an LLM.
 
 Patterns: process, tool_usage, role_assignment, threshold, exception, preference, correction,
 ban. A sentence is an instruction when it is a standing directive ("always", "never", "from now
@@ -15,16 +15,13 @@ concepts such as "PRs").
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from datetime import date
 from typing import Final
 
-from octygraph.heuristics.analysis import ONE_OFF, Sentence, analyze, resolve_pronouns
-from octygraph.heuristics.entities import Gazetteer, prompt_gazetteer
+from octygraph.heuristics.analysis import ONE_OFF, Sentence
 from octygraph.heuristics.safety import redact_secrets
-from octygraph.heuristics.text import rx, split_sentences
+from octygraph.heuristics.text import rx
 from octygraph.models import (
-    Classification,
     ExtractedInstruction,
     InstructionPattern,
     InstructionSubtype,
@@ -200,37 +197,3 @@ def instruction_scope(s: Sentence) -> float:
     if not (kinds - {"concept"}) or UNIVERSAL.search(s.low):
         return 1.0  # concepts ("PRs", "API") do not narrow a rule
     return 0.5
-
-
-def extract_instructions(
-    prompt: str,
-    classification: Classification | None = None,
-    *,
-    today: date | None = None,
-    known_entities: Gazetteer | Iterable[str] | None = None,
-) -> list[ExtractedInstruction]:
-    """Find standing instructions in a prompt (the eight patterns, with scope).
-
-    Args:
-        prompt: The user's message.
-        classification: Layer 1 result; its entities (and kinds) are known names here.
-        today: Reference day (defaults to the local date).
-        known_entities: Extra known entity names (the database gazetteer).
-
-    Returns:
-        One instruction per instructive sentence, in order, contents in the user's words.
-    """
-    today = today or date.today()
-    gazetteer = prompt_gazetteer(
-        known_entities, classification.entities if classification is not None else ()
-    )
-    sentences = [analyze(text, today, gazetteer) for text in split_sentences(prompt)[:40]]
-    resolved = resolve_pronouns(sentences)
-    found: list[ExtractedInstruction] = []
-    for sentence, entity_names in zip(sentences, resolved, strict=True):
-        instruction = detect_instruction(sentence, today)
-        if instruction is not None:
-            if entity_names != instruction.entities:
-                instruction = instruction.model_copy(update={"entities": entity_names})
-            found.append(instruction)
-    return found

@@ -59,6 +59,36 @@ async def _llm_or(
     return asked.parsed, [], asked.layer
 
 
+def split_instructions(
+    storage: StorageDecision,
+) -> tuple[StorageDecision, list[ExtractedInstruction]]:
+    """The storage decision without its rules, and the rules as instructions.
+
+    The instructions are the stored items that are rules: one judgement, not two.
+    """
+    instructions = [
+        ExtractedInstruction(
+            content=item.content,
+            pattern="correction"
+            if item.correction
+            else "preference"
+            if item.subtype == "instruction"
+            else "process",
+            subtype=cast(InstructionSubtype, item.subtype)
+            if item.subtype in INSTRUCTION_SUBTYPES
+            else "rule",
+            scope=item.scope if item.scope is not None else 1.0,
+            entities=item.entities,
+        )
+        for item in storage.items
+        if item.type == "instruction"
+    ]
+    rest = storage.model_copy(
+        update={"items": [i for i in storage.items if i.type != "instruction"]}
+    )
+    return rest, instructions
+
+
 @timed("plan")
 async def plan(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Plan the retrieval, filter what to store and extract instructions (three steps at once)."""
@@ -94,27 +124,7 @@ async def plan(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any
             candidates=offline_storage.candidates,
             candidate_p=offline_storage.candidate_p,
         )
-    # The instructions are the stored items that are rules: one judgement, not two.
-    offline_instructions = [
-        ExtractedInstruction(
-            content=item.content,
-            pattern="correction"
-            if item.correction
-            else "preference"
-            if item.subtype == "instruction"
-            else "process",
-            subtype=cast(InstructionSubtype, item.subtype)
-            if item.subtype in INSTRUCTION_SUBTYPES
-            else "rule",
-            scope=item.scope if item.scope is not None else 1.0,
-            entities=item.entities,
-        )
-        for item in offline_storage.items
-        if item.type == "instruction"
-    ]
-    offline_storage = offline_storage.model_copy(
-        update={"items": [i for i in offline_storage.items if i.type != "instruction"]}
-    )
+    offline_storage, offline_instructions = split_instructions(offline_storage)
     context_line = f"Message: {prompt}\nClassification: {classification.model_dump_json()}"
     drafted = state.get("plan")
     n1: list[str] = []
