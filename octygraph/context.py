@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -68,10 +69,11 @@ class Context:
     deadline: float | None = None
     """`time.monotonic()` by which the run must have its answer (the hook's budget); None = no limit.
     Every LLM call, retry wait and loop is bounded by the time left (see `llm_config`)."""
-    run_id: str | None = None
-    """The run's id (its trace id): names what this run wrote, so its own retrieval can leave it out."""
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """The run's id (its trace id; a fresh one by default): stamped on what this run writes, so its own
+    retrieval can leave it out (`octygraph.tools.writes.RUN`)."""
     _gazetteer: Any = field(default=None, init=False, repr=False, compare=False)
-    _written: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    """A cache of the store's entity names, not run data: the store decides it, and no node hands it on."""
     _ahead: dict[str, tuple[str, Any]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -107,11 +109,10 @@ class Context:
         return self._gazetteer
 
     def begin_run(self, run_id: str) -> None:
-        """Name the run; a context used again starts with an empty ledger of what was written."""
+        """Name the run; a context used again starts with no work started for another run."""
         with _OPEN_LOCK:
             if self.run_id != run_id:
                 self.run_id = run_id
-                self._written.clear()
                 self._ahead.clear()
 
     def start_ahead(self, name: str, prompt: str, work: Any) -> None:
@@ -122,16 +123,6 @@ class Context:
         """The work started for `name` on this very prompt, once; None when none was (or for another)."""
         started = self._ahead.pop(name, None)
         return started[1] if started is not None and started[0] == prompt else None
-
-    def note_written(self, ids: list[str]) -> None:
-        """Record memories this run stored or superseded (the store half, while the retrieve half runs)."""
-        with _OPEN_LOCK:
-            self._written.update(i for i in ids if i)
-
-    def written(self) -> frozenset[str]:
-        """What this run stored or superseded so far: the user's own message, not worth echoing back."""
-        with _OPEN_LOCK:
-            return frozenset(self._written)
 
     def session_log(self) -> SessionLog | None:
         """What this Claude Code session has already seen; None outside a session."""

@@ -128,6 +128,8 @@ def _context(
         "transcript_path": options.get("transcript_path"),
         "source": options.get("source") or "user",
         "store_only": bool(options.get("store_only")),
+        # The run's own id: what it wrote before it stopped is still its own.
+        "run_id": record.trace_id,
     }
     offline = bool(options.get("offline"))
     try:
@@ -165,7 +167,6 @@ async def resume_run(record: inflight.RunRecord, settings: Settings, store: Grap
             if task.result is None
         ]
         ctx = _context(settings, store, record, session=set(state.next) <= {"store"})
-        ctx.begin_run(record.trace_id)
         ctx.deadline = time.monotonic() + settings.hook_budget_s
         async with asyncio.timeout(settings.hook_budget_s + STORE_GRACE_S):
             # None as input: continue the thread from its checkpoint instead of starting anew.
@@ -211,7 +212,7 @@ def _resumed(record: inflight.RunRecord, pending: list[str]) -> dict[str, Any]:
 
 def _bookkeeping(settings: Settings, record: inflight.RunRecord, result: dict[str, Any]) -> None:
     """The manifest and dev log entries the run would have made; best effort."""
-    from octygraph.hooks import after_run
+    from octygraph.run_bookkeeping import after_run
 
     event = "stop" if record.options.get("store_only") else "prompt"
     after_run(settings, event, str(record.options.get("session_id") or ""), result)

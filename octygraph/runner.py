@@ -448,7 +448,8 @@ async def replay(
     """
     trace = load_trace(settings.paths.debug_dir, trace_id)
     thread_id = trace["trace_id"]
-    ctx = make_context(settings, store, offline=offline, read_only=True)
+    # The run's own id: what it wrote (stamped with it) was left out of its context, and is again.
+    ctx = make_context(settings, store, offline=offline, read_only=True, run_id=thread_id)
     async with checkpointer_for(settings) as saver:
         graph = with_checkpointer(saver)
         latest = await graph.aget_state({"configurable": {"thread_id": thread_id}})
@@ -457,11 +458,6 @@ async def replay(
         from octygraph.traces import TraceNotFound
 
         raise TraceNotFound(f"No stored checkpoint for trace {thread_id}; it cannot be replayed.")
-    # What the run itself wrote was left out of its context: leave it out again.
-    ctx.begin_run(thread_id)
-    ctx.note_written(
-        [r["id"] for r in values.get("stored") or []] + list(values.get("superseded") or [])
-    )
     inputs = {
         k: values[k] for k in ("prompt", "classification", "plan", "retrieved") if k in values
     }

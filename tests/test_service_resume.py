@@ -192,8 +192,7 @@ def test_running_the_store_half_again_stores_nothing_twice(home: Path) -> None:
                 graph = with_checkpointer(saver)
                 history = [s async for s in graph.aget_state_history(config)]
                 [fork] = [s for s in history if "store" in s.next]
-                ctx = make_context(settings, store, offline=True)
-                ctx.begin_run(result["trace_id"])
+                ctx = make_context(settings, store, offline=True, run_id=result["trace_id"])
                 await graph.ainvoke(None, fork.config, context=ctx)
                 calls = (await graph.aget_state(config)).values.get("tool_calls") or []
             return [str(c.get("result")) for c in calls if c["tool"] == "store_memory"]

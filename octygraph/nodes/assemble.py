@@ -15,6 +15,7 @@ from octygraph.judgement.relevance import MemoryText, relevance_model
 from octygraph.nodes._common import timed
 from octygraph.state import PipelineState, Record
 from octygraph.store import GraphStore
+from octygraph.tools.writes import written_by
 
 SECTION_ORDER = ("instructions", "facts", "events", "plans", "relationships", "entities")
 """Order in the injected text, which is also the order the budget is filled in."""
@@ -62,6 +63,7 @@ def collect(
     today: date,
     offline: bool,
     seen: set[str] | frozenset[str] = frozenset(),
+    run_id: str | None = None,
 ) -> dict[str, list[Record]]:
     """Sections of the current records that clear the relevance bar, most relevant first.
 
@@ -69,7 +71,7 @@ def collect(
     model); only those above its threshold are kept, at most `MAX_RECORDS`. With an LLM curating
     afterwards the bar is lower (curation drops more). Records this session has already seen
     (`seen`: injected earlier, or stored from its own prompts) are left out: they are in the
-    transcript.
+    transcript. So is what the run `run_id` wrote: the user's own message, not worth echoing back.
     """
     merged: dict[str, Record] = {}
     for record in retrieved:
@@ -89,9 +91,14 @@ def collect(
                 current.setdefault("edge_type", record["edge_type"])
     if not merged:
         return {}
-    # Superseded or deleted since the tool saw them: ask the store, the only source of truth.
+    # Superseded or deleted since the tool saw them, or written by this very run (its store half runs
+    # alongside): ask the store, the only source of truth.
     nodes = {
-        n.id: n for n in store.get_nodes(merged) if not n.superseded_by and n.node_type != "entity"
+        n.id: n
+        for n in store.get_nodes(merged)
+        if not n.superseded_by
+        and n.node_type != "entity"
+        and not (run_id is not None and written_by(n, run_id))
     }
     if not nodes:
         return {}
@@ -196,9 +203,6 @@ def render(sections: dict[str, list[Record]], budget: int, *, header: str = HEAD
 async def assemble(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Collect everything the loop and the safety nets found into ranked, limited sections."""
     ctx = runtime.context
-    # What this very run stored is the user's own message: echoing it back adds nothing. The store half
-    # runs alongside, so its writes are known by the run's ledger (`Context.note_written`), not the state.
-    own = ctx.written()
     log = ctx.session_log()
     # What this session was already given, and what its own messages stored, is in its conversation:
     # skip it (until a compaction drops it; the SessionStart hook then clears the log).
@@ -207,10 +211,11 @@ async def assemble(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
         collect,
         ctx.memory(),
         state.get("prompt", ""),
-        [r for r in state.get("retrieved") or [] if r["id"] not in own],
+        state.get("retrieved") or [],
         ctx.day(),
         ctx.l2_model is None,
         seen,
+        ctx.run_id,
     )
     text = render(sections, ctx.context_budget_chars)
     if log is not None and not ctx.read_only and ctx.l2_model is None and text:

@@ -98,6 +98,7 @@ def _force_store(
                     grounding_text=prompt,
                     injection=ctx.injection,
                     source=ctx.source,
+                    run_id=ctx.run_id,
                 )
                 for entity_id in entity_ids:  # the corrected memory is also about the new names
                     store.add_edge(result.records[0]["id"], entity_id, "about")
@@ -116,9 +117,9 @@ def _force_store(
                     source=ctx.source,
                     scope=item.scope,
                     candidate=candidate,
+                    run_id=ctx.run_id,
                 )
             stored.extend(result.records)
-            ctx.note_written([r["id"] for r in result.records] + ([old_id] if old_id else []))
             calls.append(
                 tool_call(
                     "force_store",
@@ -208,7 +209,7 @@ async def reconcile(state: PipelineState, runtime: Runtime[Context]) -> dict[str
     if ctx.read_only or not new_instructions:
         return {}
     store = ctx.memory()
-    run_ids = set(ctx.written()) | {r["id"] for r in state.get("stored") or []}
+    run_ids = {r["id"] for r in own}  # this store half's own writes: not judged against themselves
     superseded: list[str] = []
     flags: list[Flag] = []
     for record in new_instructions:

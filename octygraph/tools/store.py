@@ -70,8 +70,8 @@ def store_memory(
         source="claude" if ctx.source == "claude" or source == "claude" else ctx.source,
         scope=scope,
         related_ids=related_ids or [],
+        run_id=ctx.run_id,
     )
-    ctx.note_written([r["id"] for r in result.records])
     return result.text, result.records
 
 
@@ -93,6 +93,6 @@ def supersede_memory(old_id: str, new_content: str, runtime: ToolRuntime[Context
         grounding_text=_grounding(runtime),
         injection=ctx.injection,
         source=ctx.source,
+        run_id=ctx.run_id,
     )
-    ctx.note_written([old_id, *(r["id"] for r in result.records)])
     return result.text, result.records

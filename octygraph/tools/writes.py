@@ -16,9 +16,12 @@ from octygraph.heuristics.lexicon import COMMON_VERBS, STOPWORDS
 from octygraph.heuristics.safety import is_grounded, looks_like_injection, redact_secrets
 from octygraph.heuristics.secrets import is_secret_name
 from octygraph.models import DEFAULT_SUBTYPE, SUBTYPES
-from octygraph.store import GraphStore, StoreError
+from octygraph.store import GraphStore, Node, StoreError
 from octygraph.tools.ops import ToolResult, to_record
 
+RUN = "run"
+"""The attribute naming the run (its trace id) that last wrote a memory: that run's own retrieval, which
+runs beside its storing, leaves out what the user has only just said (`nodes.assemble`)."""
 RESTATEMENT_COSINE = 0.88
 """Above this similarity, a memory with the same names and numbers says the same thing again."""
 ORDINARY_WORDS = (
@@ -68,6 +71,17 @@ def is_restatement(new: str, old: str, cosine: float) -> bool:
 
 class Refused(StoreError):
     """A write that the safety checks turned down; the message says why (the model reads it)."""
+
+
+def written_by(node: Node, run_id: str) -> bool:
+    """Whether the run `run_id` wrote `node` (or confirmed it, a candidate said again)."""
+    return node.attributes.get(RUN) == run_id
+
+
+def _stamped(attributes: dict[str, object], run_id: str | None) -> dict[str, object] | None:
+    """`attributes` with the writing run's stamp; None when there is nothing to set."""
+    stamped = {**attributes, RUN: run_id} if run_id is not None else attributes
+    return stamped or None
 
 
 def _subtype(node_type: str, subtype: str | None) -> str | None:
@@ -136,12 +150,14 @@ def store_memory(
     related_ids: Sequence[str] = (),
     injection: str | None = None,
     candidate: float | None = None,
+    run_id: str | None = None,
 ) -> ToolResult:
     """Create one memory with edges to its entities, after the safety checks.
 
     `injection` is the run's judgement of the raw message (see `Context.injection`). With
     `candidate` (the storage verdict's probability) the memory is stored as a candidate
-    (`octygraph.candidates`). A candidate said again is confirmed, not stored twice.
+    (`octygraph.candidates`). A candidate said again is confirmed, not stored twice. `run_id` stamps
+    what is written (`RUN`), a candidate confirmed included.
     """
     if node_type not in SUBTYPES:
         raise StoreError(
@@ -170,6 +186,8 @@ def store_memory(
             record_access(store, [existing.id])  # said again: it matters (ranks the start block)
             promoted = confirm(store, existing.id, "restated")
             if promoted is not None:
+                if run_id is not None:
+                    promoted = store.set_attributes(promoted.id, **{RUN: run_id})
                 return ToolResult(
                     f"Confirmed [{promoted.id}] {promoted.content}: said again, no longer a candidate.",
                     [to_record(promoted, "store_memory")],
@@ -190,7 +208,9 @@ def store_memory(
         source=source,
         scope=scope,
         related_ids=related,
-        attributes=candidate_attributes(candidate) if candidate is not None else None,
+        attributes=_stamped(
+            candidate_attributes(candidate) if candidate is not None else {}, run_id
+        ),
     )
     kind = "candidate" if candidate is not None else node.node_type
     return ToolResult(
@@ -206,8 +226,10 @@ def supersede_memory(
     grounding_text: str | None,
     source: str = "user",
     injection: str | None = None,
+    run_id: str | None = None,
 ) -> ToolResult:
-    """Replace an old memory with corrected content; edges are carried over."""
+    """Replace an old memory with corrected content; edges are carried over. `run_id` stamps the new
+    one (`RUN`)."""
     clean = check_content(new_content, grounding_text, injection)
     old = store.get_node(old_id)
     if old is None:
@@ -218,7 +240,7 @@ def supersede_memory(
         raise StoreError(f"Memory {old_id} was already replaced by {old.superseded_by}.")
     if old.node_type == "instruction" and source != "user":
         raise Refused("Nothing stored: only the user changes an instruction.")
-    new = store.supersede(old_id, clean, source=source)
+    new = store.supersede(old_id, clean, source=source, attributes=_stamped({}, run_id) or {})
     return ToolResult(
         f"Replaced [{old.id}] with [{new.id}] {new.content}",
         [to_record(new, "supersede_memory", supersedes=old.id)],

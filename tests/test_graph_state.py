@@ -1,0 +1,68 @@
+"""What a run writes is stamped with its id, so its own retrieval (the other half, running alongside)
+leaves it out."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from octygraph.nodes.assemble import collect
+from octygraph.store import MemoryStore
+from octygraph.tools import writes
+from octygraph.tools.writes import RUN, written_by
+
+TODAY = date(2026, 11, 16)
+PROMPT = "Who handles the Anderson account?"
+
+
+def test_what_a_run_writes_carries_its_id(store: MemoryStore) -> None:
+    stored = writes.store_memory(
+        store,
+        node_type="fact",
+        content="Peter handles the Anderson account",
+        grounding_text="Peter handles the Anderson account",
+        run_id="run-1",
+    )
+    [record] = stored.records
+    node = store.get_node(record["id"])
+    assert node is not None and node.attributes == {RUN: "run-1"}
+    replaced = writes.supersede_memory(
+        store,
+        old_id=node.id,
+        new_content="Lisa handles the Anderson account",
+        grounding_text="Lisa handles the Anderson account now",
+        run_id="run-2",
+    )
+    new = store.get_node(replaced.records[0]["id"])
+    assert new is not None and written_by(new, "run-2") and not written_by(new, "run-1")
+    # A candidate said again in a later run is confirmed by that run.
+    writes.store_memory(
+        store,
+        node_type="instruction",
+        content="Use npm for installing dependencies",
+        grounding_text="Use npm for installing dependencies",
+        candidate=0.4,
+        run_id="run-3",
+    )
+    again = writes.store_memory(
+        store,
+        node_type="instruction",
+        content="Use npm for installing dependencies",
+        grounding_text="Use npm for installing dependencies",
+        run_id="run-4",
+    )
+    confirmed = store.get_node(again.records[0]["id"])
+    assert confirmed is not None and written_by(confirmed, "run-4")
+
+
+def test_a_run_leaves_out_only_what_it_wrote_itself(store: MemoryStore) -> None:
+    told = "Peter handles the Anderson account"
+    records = writes.store_memory(
+        store, node_type="fact", content=told, grounding_text=told, run_id="now"
+    ).records
+
+    def given(run_id: str) -> list[str]:
+        sections = collect(store, PROMPT, records, TODAY, offline=True, run_id=run_id)
+        return [r["content"] for section in sections.values() for r in section]
+
+    assert given("now") == []  # the user's own message, said this very run
+    assert given("later") == [told]
