@@ -1,8 +1,12 @@
 """The memory pipeline as one LangGraph state machine. All wiring is here.
 
-    classify -> plan -+-> retrieve: [retrieve_loop -> safety_nets -> assemble -> curate] -> END
-                      +-> store:    [store_loop -> force_store -> reconcile] ------------> END
+    classify -> plan -+-> retrieve: [retrieve_loop -+-> assemble -> curate] -> END
+                      |             [safety_nets ---+                     ]
+                      +-> store:    [store_loop -> force_store -> reconcile] -> END
                           (only when there may be something to store: `halves_to_run`)
+
+Inside `retrieve`, the loop and the deterministic safety nets search side by side; assembly waits for
+both.
 
 Each half is a compiled subgraph, one node of the parent graph: the parent's superstep barrier falls
 around the halves, not inside them, so retrieval never waits for storage. The runner answers as soon
@@ -43,7 +47,10 @@ Half = CompiledStateGraph[PipelineState, Context, HalfInput, PipelineState]
 
 @functools.cache
 def retrieve_half() -> Half:
-    """retrieve_loop -> safety_nets -> assemble -> curate, as one subgraph."""
+    """retrieve_loop beside safety_nets, then assemble -> curate, as one subgraph.
+
+    The nets need only the prompt and the store, so they search while the loop does: assembly waits
+    for both (their `retrieved` and `tool_calls` meet through the state's reducers)."""
     builder = StateGraph(
         PipelineState, context_schema=Context, input_schema=HalfInput, output_schema=RetrieveOutput
     )
@@ -52,8 +59,8 @@ def retrieve_half() -> Half:
     builder.add_node("assemble", assemble)
     builder.add_node("curate", curate)
     builder.add_edge(START, "retrieve_loop")
-    builder.add_edge("retrieve_loop", "safety_nets")
-    builder.add_edge("safety_nets", "assemble")
+    builder.add_edge(START, "safety_nets")
+    builder.add_edge(["retrieve_loop", "safety_nets"], "assemble")
     builder.add_edge("assemble", "curate")
     builder.add_edge("curate", END)
     return builder.compile(name="retrieve")  # type: ignore[return-value]

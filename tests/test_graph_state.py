@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import date
 
+from octygraph.graph import retrieve_half
 from octygraph.nodes.assemble import collect
 from octygraph.store import MemoryStore
 from octygraph.tools import writes
@@ -12,6 +13,12 @@ from octygraph.tools.writes import RUN, written_by
 
 TODAY = date(2026, 11, 16)
 PROMPT = "Who handles the Anderson account?"
+
+
+def test_the_safety_nets_search_beside_the_retrieve_loop() -> None:
+    edges = {(e.source, e.target) for e in retrieve_half().get_graph().edges}
+    assert {("__start__", "retrieve_loop"), ("__start__", "safety_nets")} <= edges
+    assert {("retrieve_loop", "assemble"), ("safety_nets", "assemble")} <= edges
 
 
 def test_what_a_run_writes_carries_its_id(store: MemoryStore) -> None:

@@ -37,7 +37,6 @@ from octygraph.nodes._common import (
     tool_call,
 )
 from octygraph.nodes.plan import refine_storage
-from octygraph.nodes.safety_nets import start_nets
 from octygraph.state import PipelineState, Record, ToolCall
 from octygraph.store import StoreError
 from octygraph.tools import registry
@@ -240,8 +239,6 @@ async def retrieve_loop(
             "layers": {"retrieve_loop": layer("skipped", "nothing to retrieve")},
         }
     prompt = state.get("prompt", "")
-    if prompt.strip():
-        start_nets(ctx, prompt)  # the next node's searches, on the second core meanwhile
     # The deterministic plan runs first, with or without a model: at the deadline its records are ready,
     # and the agent starts from them (and may stop at once when they suffice).
     records, calls, notes = await asyncio.to_thread(

@@ -1,4 +1,4 @@
-"""The three deterministic safety nets between the retrieve loop and assembly (no LLM).
+"""The three deterministic safety nets, beside the retrieve loop and before assembly (no LLM).
 
 1. Instruction pre-fetch: embedding search over instructions, 10x candidates, deduplicated by normalised
    entity names (so bulk templates like "Bill <client> quarterly" cannot flood), top 15.
@@ -110,26 +110,19 @@ def _nets(store: GraphStore, prompt: str) -> Nets:
     return records, counts
 
 
-def start_nets(ctx: Context, prompt: str) -> None:
-    """Run the nets now, beside the retrieve loop: they read only the prompt and the store, and their
-    searches (SQLite, NumPy) leave the interpreter to the loop's. `safety_nets` takes the result."""
-    task: asyncio.Task[Nets] = asyncio.ensure_future(asyncio.to_thread(_nets, ctx.memory(), prompt))
-    # A run cut short never awaits it: its failure is the run's to report only if it gets that far.
-    task.add_done_callback(lambda t: t.cancelled() or t.exception())
-    ctx.start_ahead("safety_nets", prompt, task)
-
-
 @timed("safety_nets")
 async def safety_nets(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Add what the loop may have missed: relevant instructions, broad matches, global rules."""
+    """Add what the loop may have missed: relevant instructions, broad matches, global rules.
+
+    Runs beside the retrieve loop (graph.py): the nets read only the prompt and the store, and their
+    searches (SQLite, NumPy) leave the interpreter to the loop's."""
     prompt = state.get("prompt", "")
     classification = state.get("classification")
     if not prompt.strip() or (
         classification is not None and not classification.operations.retrieve
     ):
         return {}
-    started = runtime.context.take_ahead("safety_nets", prompt)
-    records, counts = await (started or asyncio.to_thread(_nets, runtime.context.memory(), prompt))
+    records, counts = await asyncio.to_thread(_nets, runtime.context.memory(), prompt)
     summary = ", ".join(f"{k}={v}" for k, v in counts.items())
     return {
         "retrieved": records,
