@@ -74,10 +74,6 @@ class Context:
     retrieval can leave it out (`octygraph.tools.writes.RUN`)."""
     _gazetteer: Any = field(default=None, init=False, repr=False, compare=False)
     """A cache of the store's entity names, not run data: the store decides it, and no node hands it on."""
-    _ahead: dict[str, tuple[str, Any]] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
-    """Work started early for a later node of the same run, by name: (the prompt it is for, the work)."""
 
     def memory(self) -> GraphStore:
         """The memory store, opened on first use when none was given."""
@@ -107,22 +103,6 @@ class Context:
     def built_gazetteer(self) -> Any:
         """The run's gazetteer when classify built it already (no store access), else None."""
         return self._gazetteer
-
-    def begin_run(self, run_id: str) -> None:
-        """Name the run; a context used again starts with no work started for another run."""
-        with _OPEN_LOCK:
-            if self.run_id != run_id:
-                self.run_id = run_id
-                self._ahead.clear()
-
-    def start_ahead(self, name: str, prompt: str, work: Any) -> None:
-        """Hand `work` (a future or task) started for `prompt` to the node that will take it by `name`."""
-        self._ahead[name] = (prompt, work)
-
-    def take_ahead(self, name: str, prompt: str) -> Any | None:
-        """The work started for `name` on this very prompt, once; None when none was (or for another)."""
-        started = self._ahead.pop(name, None)
-        return started[1] if started is not None and started[0] == prompt else None
 
     def session_log(self) -> SessionLog | None:
         """What this Claude Code session has already seen; None outside a session."""

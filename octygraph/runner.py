@@ -25,7 +25,6 @@ from octygraph.graph import build_graph, replay_graph
 from octygraph.heuristics.intent import injection_reason
 from octygraph.heuristics.secrets import redact_secrets
 from octygraph.llm.usage import UsageTracker
-from octygraph.nodes.classify import start_gate
 from octygraph.persistence import checkpointer_for, make_serde
 from octygraph.settings import Settings
 from octygraph.state import InputState, PipelineState
@@ -203,9 +202,7 @@ async def run_prompt(
         ctx.read_only = True
     if deadline is not None and (ctx.deadline is None or deadline < ctx.deadline):
         ctx.deadline = deadline
-    ctx.begin_run(trace_id)
-    # The gate's model call (classify needs it) runs while the run and its graph are set up.
-    ctx.start_ahead("gate", prompt, start_gate(prompt, assistant=ctx.store_only))
+    ctx.run_id = trace_id
     config: RunnableConfig = {
         "configurable": {"thread_id": trace_id},
         "run_name": "octygraph",

@@ -1,10 +1,12 @@
-"""What a run writes is stamped with its id, so its own retrieval (the other half, running alongside)
-leaves it out."""
+"""Per-run data lives in the graph state, fixed data in the runtime context; what a run writes is
+stamped with its id, so its own retrieval (the other half, running alongside) leaves it out."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date
 
+from octygraph.context import Context
 from octygraph.graph import retrieve_half
 from octygraph.nodes.assemble import collect
 from octygraph.store import MemoryStore
@@ -13,6 +15,13 @@ from octygraph.tools.writes import RUN, written_by
 
 TODAY = date(2026, 11, 16)
 PROMPT = "Who handles the Anderson account?"
+
+
+def test_the_context_carries_no_side_channel_between_nodes() -> None:
+    """Every field is set when the run starts; the one private field is a cache of the store."""
+    private = [f.name for f in dataclasses.fields(Context) if not f.init]
+    assert private == ["_gazetteer"]
+    assert Context().run_id != Context().run_id  # a context made for a run names that run
 
 
 def test_the_safety_nets_search_beside_the_retrieve_loop() -> None:

@@ -21,20 +21,14 @@ _GATE_THREADS = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="oct
 """Its own threads: a classify thread waits for the gate's verdict, so the two never share a pool."""
 
 
-def start_gate(prompt: str, *, assistant: bool = False) -> concurrent.futures.Future[bool]:
-    """The storage gate's verdict on `prompt` (an assistant's reply with `assistant`, as the Stop hook
-    sends), computed in the background; hand it to `classify` with `Context.start_ahead("gate", ...)`."""
-    return _GATE_THREADS.submit(has_durable, prompt, assistant=assistant)
-
-
 @timed("classify")
 async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Classify each sentence (LLM, in parallel) and merge; fall back to the deterministic classifier."""
     ctx = runtime.context
     prompt = state.get("prompt", "")
     # The storage gate's model call releases the GIL: it runs beside the sentence rules, on the
-    # second core, instead of after them (started with the run when the runner could).
-    gate = ctx.take_ahead("gate", prompt) or start_gate(prompt, assistant=ctx.store_only)
+    # second core, instead of after them (an assistant's reply, as the Stop hook sends, read as one).
+    gate = _GATE_THREADS.submit(has_durable, prompt, assistant=ctx.store_only)
     offline = await asyncio.to_thread(_classify_offline, ctx, prompt, gate.result)
     if ctx.store_only:
         offline_layer = {"classify": layer("offline", "the Stop hook classifies without a model")}
