@@ -55,8 +55,8 @@ from octygraph.store.pg_schema import (
 )
 from octygraph.store.ranking import BM25_B, BM25_K1
 from octygraph.store.schema import ARCHIVED, DEFAULT_SCOPE, SUBTYPES
-from octygraph.store.sqlite import _STOPWORDS, _WORD
 from octygraph.store.versions import release_replaced
+from octygraph.store.words import query_words
 
 # HNSW candidates weighed per query and graph (hnsw.ef_search), at least the requested pool. With 8
 # partitions, recall@10 against an exact scan of blended model vectors (bench/search_pg.py) is 0.969 at
@@ -95,15 +95,6 @@ def _np(value: Any) -> np.ndarray:
     """A stored vector as float32 NumPy (the driver hands back pgvector's own Vector type)."""
     to_numpy = getattr(value, "to_numpy", None)
     return np.asarray(to_numpy() if to_numpy else value, dtype=np.float32)
-
-
-def _query_words(text: str) -> str:
-    """The content words of a query (as the SQLite store's FTS query takes them), space-separated."""
-    words = [w.lower().strip("'-") for w in _WORD.findall(text)]
-    terms = [w for w in dict.fromkeys(words) if w and w not in _STOPWORDS and len(w) > 1]
-    if not terms:
-        terms = [w for w in dict.fromkeys(words) if w]
-    return " ".join(terms[:32])
 
 
 def _require_driver() -> tuple[Any, Any]:
@@ -741,7 +732,7 @@ class PostgresStore(StoreBase):
         self, query: str, k: int, where: list[str], args: list[Any]
     ) -> list[tuple[str, float]]:
         """The `k` best BM25 matches (higher is better) that pass the filters."""
-        words = _query_words(query)
+        words = " ".join(query_words(query))
         if not words:
             return []
         with self._lock:

@@ -54,6 +54,7 @@ from octygraph.store.schema import (
 )
 from octygraph.store.vector_cache import VectorCache, cache_for, note_write, write_count
 from octygraph.store.versions import release_replaced
+from octygraph.store.words import query_words
 
 # FTS5 preselects this many keyword candidates per requested one (at least BM25_MIN_RESCORE) for rescoring.
 BM25_RESCORE_FACTOR = 3
@@ -62,14 +63,6 @@ KEYWORD_MEMO_SIZE = 256
 """Entries (a query's FTS5 rows, its row scores) kept per unchanged database before starting afresh."""
 MAX_READ_NODES = 20_000
 """Nodes a long-lived store keeps from its reads until the database changes (see get_nodes)."""
-
-_STOPWORDS = frozenset(
-    """a an and are as at be been but by can could did do does doing for from had has have he her hers him
-    his how i if in into is it its me my of on or our ours she should so than that the their them then there
-    these they this those to too us was we were what when where which who whom why will with would you your
-    yours about any all am just also very please tell know""".split()
-)
-_WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -85,13 +78,10 @@ class KeywordInputs:
 
 def fts_query(text: str) -> str | None:
     """Turn free text into an FTS5 OR-query of its content words (quoted, so no syntax errors)."""
-    words = [w.lower().strip("'-") for w in _WORD.findall(text)]
-    terms = [w for w in dict.fromkeys(words) if w and w not in _STOPWORDS and len(w) > 1]
-    if not terms:
-        terms = [w for w in dict.fromkeys(words) if w]
+    terms = query_words(text)
     if not terms:
         return None
-    return " OR ".join('"' + t.replace('"', "") + '"' for t in terms[:32])
+    return " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
 
 
 def _varints(blob: bytes) -> list[int]:
