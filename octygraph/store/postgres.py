@@ -25,6 +25,7 @@ import numpy as np
 
 from octygraph.store.base import StoreBase
 from octygraph.store.dialect import POSTGRES
+from octygraph.store.graph_copy import export_to_sqlite
 from octygraph.store.model import (
     _NODE_COLS,
     NODE_SELECT,
@@ -860,8 +861,6 @@ class PostgresStore(StoreBase):
 
     def backup_to(self, target: str | Path) -> None:
         """Write this project's memories to an SQLite file at `target` (nodes, edges, vectors)."""
-        from octygraph.store.transfer_pg import export_to_sqlite
-
         export_to_sqlite(self, Path(target))
 
     def bulk_load(
