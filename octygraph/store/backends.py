@@ -42,6 +42,6 @@ def open_backend(
 
 
 if TYPE_CHECKING:
-    # mypy proves here that both backends satisfy the protocols.
+    # mypy proves here that both backends implement all of the protocols (else they are abstract).
     _sqlite: type[AdminStore] = MemoryStore
     _postgres: type[AdminStore] = PostgresStore

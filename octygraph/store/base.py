@@ -8,7 +8,7 @@ and keyword), its exact entity look-ups and `_rows`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,31 +26,12 @@ SCOPED_MAX = 20000
 
 
 class StoreBase(VersionedStore):
-    """Operations written once over the backend hooks below."""
+    """Operations written once over the backend hooks below (public ones as `protocol` declares them)."""
 
     # ------------------------------------------------------------ supplied by each backend
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         """All rows of one read query (under the backend's lock)."""
-        raise NotImplementedError
-
-    def add_nodes(
-        self,
-        items: Sequence[NewNode],
-        *,
-        vectors: np.ndarray | None = None,
-        batch_size: int = 256,
-        progress: Callable[[int], None] | None = None,
-    ) -> list[Node]:
-        raise NotImplementedError
-
-    def embed_query(self, query: str) -> np.ndarray:
-        raise NotImplementedError
-
-    def cosines(self, query_vec: np.ndarray, ids: Iterable[str]) -> dict[str, float]:
-        raise NotImplementedError
-
-    def get_nodes(self, ids: Iterable[str]) -> list[Node]:
         raise NotImplementedError
 
     def _vectors_of(self, ids: Sequence[str]) -> dict[str, np.ndarray]:

@@ -1,9 +1,11 @@
 """What the rest of octygraph may ask of a memory store, whatever the database under it.
 
 `GraphStore` is what the graph, its tools and the service use; `AdminStore` adds the maintenance a
-command line needs (stats, export, re-embedding, backup). `MemoryStore` (SQLite, one file a project) and
-`PostgresStore` (one schema a project on a shared server) both satisfy them; mypy checks that through
-the assignments at the bottom of `octygraph.store.backends`.
+command line needs (stats, export, re-embedding, backup). This is the one declaration of what a store
+offers: `MemoryStore` (SQLite, one file a project) and `PostgresStore` (one schema a project on a shared
+server) derive from `AdminStore` through `versions.VersionedStore` and `base.StoreBase`, which add only
+private hooks; mypy checks both are complete through the assignments at the bottom of
+`octygraph.store.backends`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from octygraph.store.dialect import Dialect, node_filters
-from octygraph.store.model import Embedder, NewNode, Node, StoreError, new_id, utcnow, validate_node
+from octygraph.store.model import NewNode, Node, StoreError, new_id, utcnow, validate_node
+from octygraph.store.protocol import AdminStore
 from octygraph.store.schema import ARCHIVED
 
 EdgeRow = tuple[str, str, str, dict[str, Any]]
@@ -117,11 +118,10 @@ def release_replaced(rows: VersionRows, node_id: str) -> None:
     rows.set_active(previous, True)
 
 
-class VersionedStore:
+class VersionedStore(AdminStore):
     """Version rules shared by the backends; each supplies the hooks below."""
 
     dialect: Dialect
-    embedder: Embedder
 
     # ------------------------------------------------------------ supplied by each backend
 
@@ -141,9 +141,6 @@ class VersionedStore:
 
     def _select_nodes(self, tail: str, args: Sequence[Any] = ()) -> list[Node]:
         """The nodes of `SELECT <node columns> FROM nodes n <tail>` (tail: WHERE, ORDER BY, LIMIT)."""
-        raise NotImplementedError
-
-    def get_node(self, node_id: str) -> Node | None:
         raise NotImplementedError
 
     def _rows_for(self, conn: Any) -> VersionRows:
