@@ -11,7 +11,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from octygraph.store.schema import NODE_TYPES, SUBTYPES
+from octygraph.store.schema import DEFAULT_SCOPE, NODE_TYPES, SUBTYPES
 
 
 class StoreError(Exception):
@@ -146,6 +146,46 @@ def validate_node(node_type: str, subtype: str | None) -> None:
         )
 
 
+def node_from(item: NewNode) -> Node:
+    """The node `item` is stored as: its text stripped, id, creation time and scope filled in."""
+    return Node(
+        id=item.id or new_id(),
+        node_type=item.node_type,
+        content=item.content.strip(),
+        subtype=item.subtype,
+        salience=item.salience,
+        confidence=item.confidence,
+        source=item.source,
+        created_at=item.created_at or utcnow(),
+        valid_from=item.valid_from,
+        valid_until=item.valid_until,
+        attributes=item.attributes or {},
+        # Instructions and plans are kept word for word.
+        can_summarize=item.node_type not in ("instruction", "plan"),
+        scope=item.scope if item.scope is not None else DEFAULT_SCOPE.get(item.node_type),
+    )
+
+
+def node_row(node: Node) -> tuple[Any, ...]:
+    """The values of `_NODE_COLS` for a new node (current: nothing supersedes it yet)."""
+    return (
+        node.id,
+        node.node_type,
+        node.subtype,
+        node.content,
+        node.salience,
+        node.confidence,
+        node.source,
+        node.created_at,
+        node.valid_from,
+        node.valid_until,
+        None,
+        json.dumps(node.attributes, sort_keys=True),
+        int(node.can_summarize),
+        node.scope,
+    )
+
+
 def _row_to_node(row: Sequence[Any]) -> Node:
     try:
         attributes = json.loads(row[11] or "{}")
@@ -175,3 +215,10 @@ _NODE_COLS = (
 )
 # The node columns of `nodes n`, in `_row_to_node`'s order.
 NODE_SELECT = ", ".join(f"n.{c.strip()}" for c in _NODE_COLS.split(","))
+
+EDGE_COLS = "id, source_id, target_id, edge_type, attributes, created_at"
+
+
+def row_to_edge(row: Sequence[Any]) -> Edge:
+    """An edge from the values of `EDGE_COLS`."""
+    return Edge(row[0], row[1], row[2], row[3], json.loads(row[4] or "{}"), row[5] or "")

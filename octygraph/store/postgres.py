@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,17 +26,18 @@ from octygraph.store.dialect import POSTGRES
 from octygraph.store.graph_copy import export_to_sqlite
 from octygraph.store.model import (
     _NODE_COLS,
-    NODE_SELECT,
+    EDGE_COLS,
     Edge,
     Embedder,
     EmbeddingMismatch,
     NewNode,
     Node,
     NotAnOctygraphDatabase,
-    Relationship,
     StoreError,
     _row_to_node,
     new_id,
+    node_from,
+    node_row,
     utcnow,
     validate_node,
 )
@@ -55,8 +54,6 @@ from octygraph.store.pg_schema import (
     vector_index_ddl,
 )
 from octygraph.store.ranking import BM25_B, BM25_K1
-from octygraph.store.schema import ARCHIVED, DEFAULT_SCOPE, SUBTYPES
-from octygraph.store.versions import release_replaced
 from octygraph.store.words import query_words
 
 # HNSW candidates weighed per query and graph (hnsw.ef_search), at least the requested pool. With 8
@@ -72,8 +69,6 @@ BM25_MIN_RESCORE = 300
 # The average document length (BM25's length norm) is re-read at most this often.
 AVGDL_TTL_S = 60.0
 
-_EDGE_COLS = "id, source_id, target_id, edge_type, attributes, created_at"
-
 
 def ef_search_for(rows: int, partitions: int) -> int:
     """ef_search per graph: EF_SEARCH for one graph, else by rows per graph (see EF_SEARCH)."""
@@ -86,16 +81,6 @@ def schema_name(project_id: str) -> str:
     """The PostgreSQL schema of a project: `octy_` and its id folded to [a-z0-9_], at most 63 bytes."""
     folded = re.sub(r"[^a-z0-9_]", "_", project_id.lower()).strip("_") or "default"
     return f"octy_{folded}"[:63]
-
-
-def _edge(row: Sequence[Any]) -> Edge:
-    return Edge(row[0], row[1], row[2], row[3], json.loads(row[4] or "{}"), row[5] or "")
-
-
-def _np(value: Any) -> np.ndarray:
-    """A stored vector as float32 NumPy (the driver hands back pgvector's own Vector type)."""
-    to_numpy = getattr(value, "to_numpy", None)
-    return np.asarray(to_numpy() if to_numpy else value, dtype=np.float32)
 
 
 def _require_driver() -> tuple[Any, Any]:
@@ -115,17 +100,14 @@ class PostgresStore(StoreBase):
     dialect = POSTGRES
 
     def __init__(self, url: str, schema: str, embedder: Embedder, conn: Any) -> None:
+        super().__init__(embedder, conn)
         self.url = url
         self.schema = schema
-        self.embedder = embedder
-        self._conn = conn
-        self._lock = threading.RLock()
         # Candidates each HNSW graph weighs per query (pgvector's hnsw.ef_search); more is slower,
         # surer. None: by the graphs' size (ef_for_size); benchmarks set a number.
         self.ef_search: int | None = None
         # HNSW graphs the vectors are split into (octy_meta `hnsw_partitions`, read at open).
         self.partitions = 1
-        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         # (documents, average length, read at, revision) for BM25; see _corpus_stats.
         self._corpus: tuple[int, float, float, int] | None = None
 
@@ -237,19 +219,6 @@ class PostgresStore(StoreBase):
             where = "server"
         return f"postgresql {where} schema {self.schema}"
 
-    def close(self) -> None:
-        with self._lock:
-            try:
-                self._conn.close()
-            except Exception:
-                pass
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     @contextmanager
     def transaction(self) -> Iterator[Any]:
         """One write transaction, queued behind every other writer of this project (see module doc)."""
@@ -268,113 +237,29 @@ class PostgresStore(StoreBase):
             row = self._conn.execute("SELECT revision FROM octy_state WHERE one = 1").fetchone()
         return id(self), int(row[0]) if row else 0, 0
 
-    def meta(self) -> dict[str, str]:
-        with self._lock:
-            return {k: v for k, v in self._conn.execute("SELECT key, value FROM octy_meta")}
-
     def enable_vector_cache(self) -> None:
         """Nothing to do: the HNSW index answers in milliseconds without a copy in RAM."""
 
-    def content_vectors(self, limit: int) -> list[tuple[str, np.ndarray]]:
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT n.content, e.vector FROM embeddings e JOIN nodes n ON n.id = e.node_id "
-                "WHERE n.superseded_by IS NULL ORDER BY e.seq DESC LIMIT %s",
-                (int(limit),),
-            ).fetchall()
-        return [(str(r[0]), _np(r[1])) for r in rows]
-
     # ------------------------------------------------------------------ writing
-
-    def add_nodes(
-        self,
-        items: Sequence[NewNode],
-        *,
-        vectors: np.ndarray | None = None,
-        batch_size: int = 256,
-        progress: Callable[[int], None] | None = None,
-    ) -> list[Node]:
-        """Create many nodes: embedded in batches, written in one transaction per batch."""
-        for item in items:
-            validate_node(item.node_type, item.subtype)
-            if not item.content or not item.content.strip():
-                raise StoreError("A memory needs some text; got an empty one.")
-        created: list[Node] = []
-        for start in range(0, len(items), batch_size):
-            chunk = items[start : start + batch_size]
-            chunk_vecs = (
-                vectors[start : start + len(chunk)]
-                if vectors is not None
-                else self.embedder.embed_array([i.content.strip() for i in chunk])
-            )
-            with self.transaction() as conn:
-                created.extend(self._insert_many(conn, chunk, chunk_vecs))
-            if progress:
-                progress(len(chunk))
-        return created
-
-    def _insert(self, conn: Any, item: NewNode, vec: np.ndarray) -> Node:
-        return self._insert_many(conn, [item], [vec])[0]
 
     def _insert_many(
         self, conn: Any, items: Sequence[NewNode], vecs: Sequence[np.ndarray] | np.ndarray
     ) -> list[Node]:
-        """Insert nodes with their vectors and edges; rows go in batches (one round trip each)."""
-        nodes: list[Node] = []
-        node_rows: list[tuple[Any, ...]] = []
+        # In batches, one round trip each; the edges after all the batch's nodes.
+        nodes = [node_from(item) for item in items]
         vector_rows: list[tuple[Any, ...]] = []
-        for item, vec in zip(items, vecs, strict=True):
-            node_id = item.id or new_id()
-            created_at = item.created_at or utcnow()
-            scope = item.scope if item.scope is not None else DEFAULT_SCOPE.get(item.node_type)
-            can_summarize = 0 if item.node_type in ("instruction", "plan") else 1
-            content = item.content.strip()
+        for node, vec in zip(nodes, vecs, strict=True):
             vector = np.asarray(vec, dtype=np.float32)
             if vector.shape[0] != self.embedder.dim:
                 raise EmbeddingMismatch(
                     "A vector has another dimension than the store's; run `octygraph reindex`."
                 )
-            node_rows.append(
-                (
-                    node_id,
-                    item.node_type,
-                    item.subtype,
-                    content,
-                    item.salience,
-                    item.confidence,
-                    item.source,
-                    created_at,
-                    item.valid_from,
-                    item.valid_until,
-                    None,
-                    json.dumps(item.attributes or {}, sort_keys=True),
-                    can_summarize,
-                    scope,
-                )
-            )
-            vector_rows.append((node_id, item.node_type, vector, created_at))
-            nodes.append(
-                Node(
-                    id=node_id,
-                    node_type=item.node_type,
-                    content=content,
-                    subtype=item.subtype,
-                    salience=item.salience,
-                    confidence=item.confidence,
-                    source=item.source,
-                    created_at=created_at,
-                    valid_from=item.valid_from,
-                    valid_until=item.valid_until,
-                    attributes=item.attributes or {},
-                    can_summarize=bool(can_summarize),
-                    scope=scope,
-                )
-            )
+            vector_rows.append((node.id, node.node_type, vector, node.created_at))
         with conn.cursor() as cur:
             cur.executemany(
                 f"INSERT INTO nodes ({_NODE_COLS}) VALUES "
                 "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                node_rows,
+                [node_row(node) for node in nodes],
             )
             cur.executemany(
                 "INSERT INTO embeddings(node_id, node_type, active, vector, created_at) "
@@ -382,10 +267,7 @@ class PostgresStore(StoreBase):
                 vector_rows,
             )
         for item, node in zip(items, nodes, strict=True):
-            for target in dict.fromkeys(item.entity_ids):
-                self._insert_edge(conn, node.id, target, item.edge_type, {}, node.created_at)
-            for target in dict.fromkeys(item.related_ids):
-                self._insert_edge(conn, node.id, target, "see_also", {}, node.created_at)
+            self._link_new(conn, item, node)
         return nodes
 
     def _insert_edge(
@@ -398,6 +280,7 @@ class PostgresStore(StoreBase):
         created_at: str | None = None,
         edge_id: str | None = None,
     ) -> Edge | None:
+        # Not shared: the unique index on an edge's ends and type skips a present one (ON CONFLICT).
         if source_id == target_id:
             return None
         if not conn.execute("SELECT 1 FROM nodes WHERE id = %s", (target_id,)).fetchone():
@@ -406,7 +289,7 @@ class PostgresStore(StoreBase):
             edge_id or new_id(), source_id, target_id, edge_type, attributes, created_at or utcnow()
         )
         row = conn.execute(
-            f"INSERT INTO edges({_EDGE_COLS}) VALUES (%s,%s,%s,%s,%s,%s) "
+            f"INSERT INTO edges({EDGE_COLS}) VALUES (%s,%s,%s,%s,%s,%s) "
             "ON CONFLICT DO NOTHING RETURNING id",
             (
                 edge.id,
@@ -419,121 +302,25 @@ class PostgresStore(StoreBase):
         ).fetchone()
         return edge if row else None
 
-    def add_edge(
-        self,
-        source_id: str,
-        target_id: str,
-        edge_type: str,
-        attributes: dict[str, Any] | None = None,
-    ) -> Edge | None:
-        """Link two nodes; returns None when the same edge already exists."""
-        with self.transaction() as conn:
-            if not conn.execute("SELECT 1 FROM nodes WHERE id = %s", (source_id,)).fetchone():
-                raise StoreError(f"No memory with id {source_id!r}.")
-            return self._insert_edge(conn, source_id, target_id, edge_type, attributes or {})
+    def _lock_entity_name(self, conn: Any, name: str) -> None:
+        """A lock on the folded name: PostgreSQL has no unique index on current entity names."""
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.schema}:{name.lower()}",)
+        )
 
-    def add_edges(self, edges: Iterable[Edge]) -> int:
-        """Insert edges keeping their ids and timestamps (builds, imports); present ones are skipped."""
-        added = 0
-        with self.transaction() as conn:
-            for edge in edges:
-                if edge.source_id == edge.target_id:
-                    continue
-                ends = conn.execute(
-                    "SELECT count(*) FROM nodes WHERE id IN (%s, %s)",
-                    (edge.source_id, edge.target_id),
-                ).fetchone()[0]
-                if ends != 2:
-                    raise StoreError(
-                        f"Edge {edge.id} links {edge.source_id} to {edge.target_id}, "
-                        "but one of them is not in the database."
-                    )
-                if self._insert_edge(
-                    conn,
-                    edge.source_id,
-                    edge.target_id,
-                    edge.edge_type,
-                    edge.attributes,
-                    edge.created_at,
-                    edge.id,
-                ):
-                    added += 1
-        return added
-
-    def ensure_entity(self, name: str, subtype: str | None = None) -> tuple[Node, bool]:
-        """The entity called `name`, created when none matches; returns (node, created).
-
-        Two processes ensuring the same name at once get one entity: the check and the insert run in one
-        transaction under a lock on the folded name.
-        """
-        name = name.strip()
-        if not name:
-            raise StoreError("An entity needs a name.")
-        found = self.find_entity(name, semantic=False)
-        if found is not None:
-            return found, False
-        if subtype is not None and subtype not in SUBTYPES["entity"]:
-            subtype = None
-        vec = self.embedder.embed_array([name])[0]
-        with self.transaction() as conn:
-            conn.execute(
-                "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.schema}:{name.lower()}",)
-            )
-            found = self._find_entity_exact(name)
-            if found is not None:
-                return found, False
-            return self._insert(conn, NewNode("entity", name, subtype=subtype), vec), True
-
-    def delete_node(self, node_id: str) -> bool:
-        """Remove a node with its edges and embedding. Returns False if absent."""
-        with self.transaction() as conn:
-            if not conn.execute(
-                "SELECT 1 FROM nodes WHERE id = %s FOR UPDATE", (node_id,)
-            ).fetchone():
-                return False
-            conn.execute(
-                "DELETE FROM edges WHERE source_id = %s OR target_id = %s", (node_id, node_id)
-            )
-            conn.execute("DELETE FROM embeddings WHERE node_id = %s", (node_id,))
-            release_replaced(self._rows_for(conn), node_id)
-            conn.execute("DELETE FROM nodes WHERE id = %s", (node_id,))
-        return True
+    def _delete_vector(self, conn: Any, node_id: str, position: Any) -> None:
+        # The HNSW and type indexes follow the table.
+        conn.execute("DELETE FROM embeddings WHERE node_id = %s", (node_id,))
 
     def _set_active(self, conn: Any, node_ids: Sequence[str], active: bool) -> None:
         conn.execute(
             "UPDATE embeddings SET active = %s WHERE node_id = ANY(%s)", (active, list(node_ids))
         )
 
-    def archived_nodes(self, limit: int = 200) -> list[Node]:
-        """Forgotten (archived) memories, most recently archived first."""
-        rows = self._rows(
-            f"SELECT {_NODE_COLS} FROM nodes WHERE superseded_by = %s "
-            "ORDER BY (attributes::jsonb -> 'archived' ->> 'at') DESC, seq DESC LIMIT %s",
-            (ARCHIVED, int(limit)),
-        )
-        return [_row_to_node(r) for r in rows]
-
-    def flagged_for_review(self, limit: int = 200) -> list[Node]:
-        """Current memories that reconciliation flagged (e.g. a contradiction), newest first."""
-        rows = self._rows(
-            f"SELECT {_NODE_COLS} FROM nodes WHERE superseded_by IS NULL "
-            "AND COALESCE((attributes::jsonb ->> 'needs_review')::boolean, FALSE) "
-            "ORDER BY created_at DESC, seq DESC LIMIT %s",
-            (int(limit),),
-        )
-        return [_row_to_node(r) for r in rows]
-
     # ------------------------------------------------------------------ reading
 
-    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
-        with self._lock:
-            return self._conn.execute(sql, args).fetchall()
-
-    def get_node(self, node_id: str) -> Node | None:
-        rows = self._rows(f"SELECT {_NODE_COLS} FROM nodes WHERE id = %s", (node_id,))
-        return _row_to_node(rows[0]) if rows else None
-
     def get_nodes(self, ids: Iterable[str]) -> list[Node]:
+        # Not shared: one array parameter, where SQLite goes in slices and keeps what it read.
         ids = list(dict.fromkeys(ids))
         if not ids:
             return []
@@ -541,88 +328,17 @@ class PostgresStore(StoreBase):
         out = {r[0]: _row_to_node(r) for r in rows}
         return [out[i] for i in ids if i in out]
 
-    def iter_all(self) -> Iterator[Node]:
-        """Every node, oldest first (for export)."""
-        for row in self._rows(f"SELECT {_NODE_COLS} FROM nodes ORDER BY created_at, seq"):
-            yield _row_to_node(row)
-
-    def all_edges(self) -> list[Edge]:
-        return [
-            _edge(r) for r in self._rows(f"SELECT {_EDGE_COLS} FROM edges ORDER BY created_at, seq")
-        ]
-
-    def edges_of(self, node_id: str) -> list[Edge]:
-        rows = self._rows(
-            f"SELECT {_EDGE_COLS} FROM edges WHERE source_id = %s OR target_id = %s "
-            "ORDER BY created_at, seq",
-            (node_id, node_id),
-        )
-        return [_edge(r) for r in rows]
-
-    def _find_entity_exact(self, name: str) -> Node | None:
-        base = (
-            f"SELECT {NODE_SELECT} FROM nodes n WHERE n.node_type = 'entity' "
-            "AND n.superseded_by IS NULL"
-        )
-        for sql in (
-            f"{base} AND n.content = %s ORDER BY n.seq LIMIT 1",
-            f"{base} AND lower(n.content) = lower(%s) ORDER BY n.salience DESC, n.seq LIMIT 1",
-            f"{base} AND n.attributes LIKE '%%aliases%%' AND EXISTS (SELECT 1 FROM "
-            "jsonb_array_elements_text(CASE WHEN jsonb_typeof(n.attributes::jsonb -> 'aliases') = "
-            "'array' THEN n.attributes::jsonb -> 'aliases' ELSE '[]'::jsonb END) a "
-            "WHERE lower(a) = lower(%s)) ORDER BY n.seq LIMIT 1",
-        ):
-            rows = self._rows(sql, (name,))
-            if rows:
-                return _row_to_node(rows[0])
-        return None
-
-    def relationships(self, entity_id: str, limit: int = 25) -> list[Relationship]:
-        """Edges of an entity with the node at the other end, most salient first, current nodes only."""
-        sql = f"""
-            SELECT e.id, e.source_id, e.target_id, e.edge_type, e.attributes, e.created_at,
-                   {NODE_SELECT},
-                   CASE WHEN e.source_id = %s THEN 'out' ELSE 'in' END AS direction
-            FROM edges e
-            JOIN nodes n ON n.id = CASE WHEN e.source_id = %s THEN e.target_id ELSE e.source_id END
-            WHERE (e.source_id = %s OR e.target_id = %s) AND n.superseded_by IS NULL
-            ORDER BY n.salience DESC, n.created_at DESC, e.seq
-            LIMIT %s
-        """
-        rows = self._rows(sql, (entity_id, entity_id, entity_id, entity_id, int(limit)))
-        return [Relationship(_edge(r[:6]), _row_to_node(r[6:20]), r[20]) for r in rows]
-
-    def linked_node_ids(self, entity_id: str) -> set[str]:
-        rows = self._rows(
-            "SELECT source_id, target_id FROM edges WHERE source_id = %s OR target_id = %s",
-            (entity_id, entity_id),
-        )
-        return {s if t == entity_id else t for s, t in rows}
-
     # ------------------------------------------------------------------ search
-
-    def embed_query(self, query: str) -> np.ndarray:
-        """The query's vector; the last few are cached because one run asks for the same text often."""
-        with self._lock:
-            vec = self._query_cache.get(query)
-            if vec is not None:
-                self._query_cache.move_to_end(query)
-                return vec
-        vec = self.embedder.embed_array([query])[0]
-        with self._lock:
-            self._query_cache[query] = vec
-            while len(self._query_cache) > 64:
-                self._query_cache.popitem(last=False)
-        return vec
 
     def _vectors_of(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         rows = self._rows(
             "SELECT node_id, vector FROM embeddings WHERE node_id = ANY(%s)", (list(ids),)
         )
-        return {r[0]: _np(r[1]) for r in rows}
+        return {r[0]: self._vector_from(r[1]) for r in rows}
 
     def cosines(self, query_vec: np.ndarray, ids: Iterable[str]) -> dict[str, float]:
         """Cosine similarity of the query to each stored node (vectors are unit length)."""
+        # Not shared: SQLite scores each slice of vectors in one product, or from its vector cache.
         vecs = self._vectors_of(list(dict.fromkeys(ids)))
         if not vecs:
             return {}
@@ -783,59 +499,24 @@ class PostgresStore(StoreBase):
 
     # ------------------------------------------------------------------ maintenance
 
-    def stats(self) -> dict[str, Any]:
-        """Counts by type and subtype, edges, superseded, embedding model and bytes on the server."""
-        by_type = {
-            t: c
-            for t, c in self._rows(
-                "SELECT node_type, count(*) FROM nodes GROUP BY node_type ORDER BY node_type"
-            )
-        }
-        by_subtype = {
-            f"{t}/{s or '-'}": c
-            for t, s, c in self._rows(
-                "SELECT node_type, subtype, count(*) FROM nodes GROUP BY node_type, subtype "
-                "ORDER BY node_type, subtype NULLS FIRST"
-            )
-        }
-        edges = self._rows("SELECT count(*) FROM edges")[0][0]
-        superseded = self._rows("SELECT count(*) FROM nodes WHERE superseded_by IS NOT NULL")[0][0]
-        archived = self._rows("SELECT count(*) FROM nodes WHERE superseded_by = %s", (ARCHIVED,))[
-            0
-        ][0]
-        total = self._rows("SELECT count(*) FROM nodes")[0][0]
+    def _bytes_used(self) -> int:
         size = self._rows(
             "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
             "JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = %s AND c.relkind = 'r'",
             (self.schema,),
         )[0][0]
-        meta = self.meta()
-        return {
-            "nodes": total,
-            "by_type": by_type,
-            "by_subtype": by_subtype,
-            "edges": edges,
-            "superseded": superseded - archived,  # as on SQLite: archived ones are counted apart
-            "archived": archived,
-            "embedding_model": meta.get("embedding_model"),
-            "embedding_dim": int(meta.get("embedding_dim", "0")),
-            "schema_version": int(meta.get("schema_version", "0")),
-            "file_bytes": int(size),
-        }
+        return int(size)
+
+    def _vector_from(self, value: Any) -> np.ndarray:
+        """The driver hands back pgvector's own Vector type."""
+        to_numpy = getattr(value, "to_numpy", None)
+        return np.asarray(to_numpy() if to_numpy else value, dtype=np.float32)
 
     def reindex(self, progress: Callable[[int, int], None] | None = None, batch: int = 64) -> int:
         """Re-embed every node with the configured model; rebuilds the vector index. Returns the count."""
         rows = self._rows("SELECT id, content FROM nodes ORDER BY seq")
-        total = len(rows)
         # Embed everything first, then swap in one transaction: an interrupted reindex changes nothing.
-        parts: list[np.ndarray] = []
-        done = 0
-        for start in range(0, total, batch):
-            part = rows[start : start + batch]
-            parts.append(self.embedder.embed_array([r[1] for r in part]))
-            done += len(part)
-            if progress:
-                progress(done, total)
+        mat = self._embed_all([r[1] for r in rows], progress, batch).astype(np.float32)
         dim = int(self.embedder.dim)
         with self.transaction() as conn:
             for stmt in drop_vector_index_ddl():
@@ -843,7 +524,6 @@ class PostgresStore(StoreBase):
             conn.execute("DELETE FROM embeddings")
             conn.execute(f"ALTER TABLE embeddings ALTER COLUMN vector TYPE vector({dim})")
             if rows:
-                mat = np.concatenate(parts).astype(np.float32)
                 with conn.cursor() as cur:
                     cur.executemany(
                         "INSERT INTO embeddings(node_id, node_type, active, vector) "
@@ -857,7 +537,7 @@ class PostgresStore(StoreBase):
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 [("embedding_model", self.embedder.model_id), ("embedding_dim", str(dim))],
             )
-        return total
+        return len(rows)
 
     def backup_to(self, target: str | Path) -> None:
         """Write this project's memories to an SQLite file at `target` (nodes, edges, vectors)."""
@@ -894,40 +574,19 @@ class PostgresStore(StoreBase):
             step = 20_000
             for start in range(0, len(items), step):
                 part = items[start : start + step]
-                ids = [item.id or new_id() for item in part]
+                nodes = [node_from(item) for item in part]
                 with self.transaction() as conn, conn.cursor() as cur:
                     with cur.copy(f"COPY nodes ({_NODE_COLS}) FROM STDIN") as copy:
-                        for node_id, item in zip(ids, part, strict=True):
-                            copy.write_row(
-                                (
-                                    node_id,
-                                    item.node_type,
-                                    item.subtype,
-                                    item.content.strip(),
-                                    item.salience,
-                                    item.confidence,
-                                    item.source,
-                                    item.created_at or utcnow(),
-                                    item.valid_from,
-                                    item.valid_until,
-                                    None,
-                                    json.dumps(item.attributes or {}, sort_keys=True),
-                                    0 if item.node_type in ("instruction", "plan") else 1,
-                                    item.scope
-                                    if item.scope is not None
-                                    else DEFAULT_SCOPE.get(item.node_type),
-                                )
-                            )
+                        for node in nodes:
+                            copy.write_row(node_row(node))
                     # Binary COPY: the vectors go as raw floats, not as text to parse.
                     with cur.copy(
                         "COPY embeddings (node_id, node_type, active, vector) FROM STDIN (FORMAT BINARY)"
                     ) as copy:
                         copy.set_types(["text", "text", "bool", "vector"])
-                        for node_id, item, vec in zip(
-                            ids, part, vectors[start : start + step], strict=True
-                        ):
+                        for node, vec in zip(nodes, vectors[start : start + step], strict=True):
                             copy.write_row(
-                                (node_id, item.node_type, True, np.asarray(vec, np.float32))
+                                (node.id, node.node_type, True, np.asarray(vec, np.float32))
                             )
                 if progress:
                     progress(len(part))
@@ -955,14 +614,6 @@ class PostgresStore(StoreBase):
             self._conn.execute("ANALYZE embeddings")
         self._corpus = None
         return time.perf_counter() - began
-
-    def vectors_by_id(self, *, current_only: bool = False) -> Iterator[tuple[str, np.ndarray]]:
-        """Every stored vector with its node id, in insertion order (exports, brute-force baselines)."""
-        sql = "SELECT e.node_id, e.vector FROM embeddings e"
-        if current_only:
-            sql += " JOIN nodes n ON n.id = e.node_id WHERE n.superseded_by IS NULL"
-        for node_id, vec in self._rows(sql + " ORDER BY e.seq"):
-            yield node_id, _np(vec)
 
     def drop_project(self) -> None:
         """Remove this project's schema and everything in it (tests, `memory unload` on a server)."""

@@ -9,9 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,33 +25,29 @@ from octygraph.store.base import StoreBase
 from octygraph.store.dialect import SQLITE
 from octygraph.store.model import (
     _NODE_COLS,
-    NODE_SELECT,
+    EDGE_COLS,
     Edge,
     Embedder,
     EmbeddingMismatch,
     NewNode,
     Node,
     NotAnOctygraphDatabase,
-    Relationship,
     StoreError,
     _row_to_node,
     new_id,
+    node_from,
+    node_row,
     utcnow,
-    validate_node,
 )
 from octygraph.store.ranking import BM25_B, BM25_K1
 from octygraph.store.schema import (
-    ARCHIVED,
     CORE_DDL,
-    DEFAULT_SCOPE,
     EDGE_PAIR_INDEX,
     SCHEMA_VERSION,
-    SUBTYPES,
     SUPERSEDED_INDEX,
     vec_ddl,
 )
 from octygraph.store.vector_cache import VectorCache, cache_for, note_write, write_count
-from octygraph.store.versions import release_replaced
 from octygraph.store.words import query_words
 
 # FTS5 preselects this many keyword candidates per requested one (at least BM25_MIN_RESCORE) for rescoring.
@@ -107,14 +101,13 @@ class MemoryStore(StoreBase):
     """The memory graph of one project, in one SQLite file."""
 
     dialect = SQLITE
+    _name_taken = (sqlean.IntegrityError,)  # from ENTITY_NAME_UNIQUE
 
     def __init__(self, path: Path, embedder: Embedder, conn: Any) -> None:
+        super().__init__(embedder, conn)
         self.path = path
         # Resolved once: the key of this process's vector cache and count of commits to the file.
         self._file = str(path.resolve())
-        self.embedder = embedder
-        self._conn = conn
-        self._lock = threading.RLock()
         self._vector_cache: VectorCache | None = None
         self._read_nodes: dict[str, Node] = {}
         self._read_at: tuple[int, int, int] | None = None
@@ -125,26 +118,6 @@ class MemoryStore(StoreBase):
     def enable_vector_cache(self) -> None:
         """Serve vector searches from an in-memory matrix (for long-running processes; see vector_cache)."""
         self._vector_cache = cache_for(self._file)
-
-    def content_vectors(self, limit: int) -> list[tuple[str, np.ndarray]]:
-        """Current memories' text with the vector stored for it, newest first (to seed caches)."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT n.content, e.vector FROM embeddings e JOIN nodes n ON n.id = e.node_id "
-                "WHERE n.superseded_by IS NULL ORDER BY e.rowid DESC LIMIT ?",
-                (int(limit),),
-            ).fetchall()
-        return [(str(r[0]), np.frombuffer(r[1], dtype=np.float32)) for r in rows]
-
-    def vectors_by_id(self, *, current_only: bool = False) -> Iterator[tuple[str, np.ndarray]]:
-        """Every stored vector with its node id, in insertion order (exports, brute-force baselines)."""
-        sql = "SELECT e.node_id, e.vector FROM embeddings e JOIN nodes n ON n.id = e.node_id"
-        if current_only:
-            sql += " WHERE n.superseded_by IS NULL"
-        with self._lock:
-            rows = self._conn.execute(sql + " ORDER BY e.rowid").fetchall()
-        for node_id, blob in rows:
-            yield node_id, np.frombuffer(blob, dtype=np.float32)
 
     def revision(self) -> tuple[int, int, int]:
         """Changes whenever the database may have changed, as seen through this store's connection."""
@@ -348,16 +321,7 @@ class MemoryStore(StoreBase):
         with self._lock:
             if self._vector_cache is not None:
                 self._vector_cache.seen.pop(id(self._conn), None)
-            try:
-                self._conn.close()
-            except Exception:
-                pass
-
-    def __enter__(self) -> MemoryStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+            super().close()
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
@@ -381,102 +345,31 @@ class MemoryStore(StoreBase):
                 conn.execute("COMMIT")
                 note_write(self._file)
 
-    def meta(self) -> dict[str, str]:
-        with self._lock:
-            return dict(self._conn.execute("SELECT key, value FROM octy_meta").fetchall())
-
     # ------------------------------------------------------------------ writing
 
-    def add_nodes(
-        self,
-        items: Sequence[NewNode],
-        *,
-        vectors: np.ndarray | None = None,
-        batch_size: int = 256,
-        progress: Callable[[int], None] | None = None,
+    def _insert_many(
+        self, conn: Any, items: Sequence[NewNode], vecs: Sequence[np.ndarray] | np.ndarray
     ) -> list[Node]:
-        """Create many nodes: embedded in batches, written in one transaction per batch."""
-        for item in items:
-            validate_node(item.node_type, item.subtype)
-            if not item.content or not item.content.strip():
-                raise StoreError("A memory needs some text; got an empty one.")
-        created: list[Node] = []
-        for start in range(0, len(items), batch_size):
-            chunk = items[start : start + batch_size]
-            chunk_vecs = (
-                vectors[start : start + len(chunk)]
-                if vectors is not None
-                else self.embedder.embed_array([i.content.strip() for i in chunk])
+        # Row by row: the vector index takes each node's rowid, known once the node is in.
+        nodes = []
+        for item, vec in zip(items, vecs, strict=True):
+            node = node_from(item)
+            cur = conn.execute(
+                f"INSERT INTO nodes ({_NODE_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                node_row(node),
             )
-            try:
-                with self.transaction() as conn:
-                    for item, vec in zip(chunk, chunk_vecs, strict=True):
-                        created.append(self._insert(conn, item, vec))
-            except sqlean.IntegrityError as exc:
-                if "entity_name_unique" not in str(exc) and "nodes.content" not in str(exc):
-                    raise
-                raise StoreError(
-                    "An entity with that name already exists; nothing was written."
-                ) from None
-            if progress:
-                progress(len(chunk))
-        return created
-
-    def _insert(self, conn: Any, item: NewNode, vec: np.ndarray) -> Node:
-        node_id = item.id or new_id()
-        created_at = item.created_at or utcnow()
-        scope = item.scope if item.scope is not None else DEFAULT_SCOPE.get(item.node_type)
-        can_summarize = 0 if item.node_type in ("instruction", "plan") else 1
-        attributes = json.dumps(item.attributes or {}, sort_keys=True)
-        content = item.content.strip()
-        cur = conn.execute(
-            f"INSERT INTO nodes ({_NODE_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                node_id,
-                item.node_type,
-                item.subtype,
-                content,
-                item.salience,
-                item.confidence,
-                item.source,
-                created_at,
-                item.valid_from,
-                item.valid_until,
-                None,
-                attributes,
-                can_summarize,
-                scope,
-            ),
-        )
-        rowid = cur.lastrowid
-        blob = np.asarray(vec, dtype=np.float32).tobytes()
-        conn.execute(
-            "INSERT INTO embeddings(node_id, node_type, vector, created_at) VALUES (?,?,?,?)",
-            (node_id, item.node_type, blob, created_at),
-        )
-        conn.execute(
-            "INSERT INTO vec_nodes(rowid, embedding, node_type, active) VALUES (?,?,?,1)",
-            (rowid, blob, item.node_type),
-        )
-        for target in dict.fromkeys(item.entity_ids):
-            self._insert_edge(conn, node_id, target, item.edge_type, {}, created_at)
-        for target in dict.fromkeys(item.related_ids):
-            self._insert_edge(conn, node_id, target, "see_also", {}, created_at)
-        return Node(
-            id=node_id,
-            node_type=item.node_type,
-            content=content,
-            subtype=item.subtype,
-            salience=item.salience,
-            confidence=item.confidence,
-            source=item.source,
-            created_at=created_at,
-            valid_from=item.valid_from,
-            valid_until=item.valid_until,
-            attributes=item.attributes or {},
-            can_summarize=bool(can_summarize),
-            scope=scope,
-        )
+            blob = np.asarray(vec, dtype=np.float32).tobytes()
+            conn.execute(
+                "INSERT INTO embeddings(node_id, node_type, vector, created_at) VALUES (?,?,?,?)",
+                (node.id, node.node_type, blob, node.created_at),
+            )
+            conn.execute(
+                "INSERT INTO vec_nodes(rowid, embedding, node_type, active) VALUES (?,?,?,1)",
+                (cur.lastrowid, blob, node.node_type),
+            )
+            self._link_new(conn, item, node)
+            nodes.append(node)
+        return nodes
 
     def _insert_edge(
         self,
@@ -486,8 +379,12 @@ class MemoryStore(StoreBase):
         edge_type: str,
         attributes: dict[str, Any],
         created_at: str | None = None,
+        edge_id: str | None = None,
     ) -> Edge | None:
+        # Not shared: SQLite files have no unique index on an edge's ends and type, so look first.
         if source_id == target_id:
+            return None
+        if edge_id and conn.execute("SELECT 1 FROM edges WHERE id=?", (edge_id,)).fetchone():
             return None
         exists = conn.execute(
             "SELECT id FROM edges WHERE source_id=? AND target_id=? AND edge_type=?",
@@ -497,107 +394,31 @@ class MemoryStore(StoreBase):
             return None
         if not conn.execute("SELECT 1 FROM nodes WHERE id=?", (target_id,)).fetchone():
             raise StoreError(f"No memory with id {target_id!r} to link to.")
-        edge = Edge(new_id(), source_id, target_id, edge_type, attributes, created_at or utcnow())
+        edge = Edge(
+            edge_id or new_id(), source_id, target_id, edge_type, attributes, created_at or utcnow()
+        )
         conn.execute(
-            "INSERT INTO edges(id, source_id, target_id, edge_type, attributes, created_at) "
-            "VALUES (?,?,?,?,?,?)",
-            (edge.id, source_id, target_id, edge_type, json.dumps(attributes), edge.created_at),
+            f"INSERT INTO edges({EDGE_COLS}) VALUES (?,?,?,?,?,?)",
+            (
+                edge.id,
+                source_id,
+                target_id,
+                edge_type,
+                json.dumps(attributes, sort_keys=True),
+                edge.created_at,
+            ),
         )
         return edge
 
-    def add_edge(
-        self,
-        source_id: str,
-        target_id: str,
-        edge_type: str,
-        attributes: dict[str, Any] | None = None,
-    ) -> Edge | None:
-        """Link two nodes; returns None when the same edge already exists."""
-        with self.transaction() as conn:
-            if not conn.execute("SELECT 1 FROM nodes WHERE id=?", (source_id,)).fetchone():
-                raise StoreError(f"No memory with id {source_id!r}.")
-            return self._insert_edge(conn, source_id, target_id, edge_type, attributes or {})
+    def _delete_vector(self, conn: Any, node_id: str, position: Any) -> None:
+        conn.execute("DELETE FROM embeddings WHERE node_id=?", (node_id,))
+        conn.execute("DELETE FROM vec_nodes WHERE rowid=?", (position,))
 
-    def add_edges(self, edges: Iterable[Edge]) -> int:
-        """Insert edges keeping their ids and timestamps (builds, imports); present ones are skipped.
+    def _lock_entity_name(self, conn: Any, name: str) -> None:
+        """Nothing more to do: the write transaction holds the whole file."""
 
-        Returns how many were added. An edge whose ends are not both stored is an error.
-        """
-        added = 0
-        with self.transaction() as conn:
-            for edge in edges:
-                if edge.source_id == edge.target_id:
-                    continue
-                if conn.execute("SELECT 1 FROM edges WHERE id=?", (edge.id,)).fetchone():
-                    continue
-                if conn.execute(
-                    "SELECT 1 FROM edges WHERE source_id=? AND target_id=? AND edge_type=?",
-                    (edge.source_id, edge.target_id, edge.edge_type),
-                ).fetchone():
-                    continue
-                ends = conn.execute(
-                    "SELECT count(*) FROM nodes WHERE id IN (?, ?)",
-                    (edge.source_id, edge.target_id),
-                ).fetchone()[0]
-                if ends != 2:
-                    raise StoreError(
-                        f"Edge {edge.id} links {edge.source_id} to {edge.target_id}, "
-                        "but one of them is not in the database."
-                    )
-                conn.execute(
-                    "INSERT INTO edges(id, source_id, target_id, edge_type, attributes, created_at) "
-                    "VALUES (?,?,?,?,?,?)",
-                    (
-                        edge.id,
-                        edge.source_id,
-                        edge.target_id,
-                        edge.edge_type,
-                        json.dumps(edge.attributes, sort_keys=True),
-                        edge.created_at or utcnow(),
-                    ),
-                )
-                added += 1
-        return added
-
-    def ensure_entity(self, name: str, subtype: str | None = None) -> tuple[Node, bool]:
-        """The entity called `name`, created when none matches; returns (node, created).
-
-        An upsert: the look-up and the insert share one write transaction (and the unique name
-        index backs it), so ten writers naming one new entity at once leave one entity.
-        """
-        name = name.strip()
-        if not name:
-            raise StoreError("An entity needs a name.")
-        found = self.find_entity(name, semantic=False)
-        if found is not None:
-            return found, False
-        if subtype is not None and subtype not in SUBTYPES["entity"]:
-            subtype = None
-        vec = self.embedder.embed_array([name])[0]  # outside the lock: embedding is the slow part
-        try:
-            with self.transaction() as conn:
-                found = self.find_entity(name, semantic=False)
-                if found is not None:
-                    return found, False  # another writer created it meanwhile
-                return self._insert(conn, NewNode("entity", name, subtype=subtype), vec), True
-        except sqlean.IntegrityError:
-            found = self.find_entity(name, semantic=False)
-            if found is None:
-                raise
-            return found, False
-
-    def delete_node(self, node_id: str) -> bool:
-        """Remove a node with its edges, embedding and index entries. Returns False if absent."""
-        with self.transaction() as conn:
-            row = conn.execute("SELECT rowid FROM nodes WHERE id=?", (node_id,)).fetchone()
-            if row is None:
-                return False
-            conn.execute("DELETE FROM edges WHERE source_id=? OR target_id=?", (node_id, node_id))
-            conn.execute("DELETE FROM embeddings WHERE node_id=?", (node_id,))
-            conn.execute("DELETE FROM vec_nodes WHERE rowid=?", (row[0],))
-            release_replaced(self._rows_for(conn), node_id)
-            conn.execute("DELETE FROM nodes WHERE id=?", (node_id,))
-        return True
+    def _vector_from(self, value: Any) -> np.ndarray:
+        return np.frombuffer(value, dtype=np.float32)
 
     def _set_active(self, conn: Any, node_ids: Sequence[str], active: bool) -> None:
         for node_id in node_ids:
@@ -606,35 +427,7 @@ class MemoryStore(StoreBase):
                 (1 if active else 0, node_id),
             )
 
-    def archived_nodes(self, limit: int = 200) -> list[Node]:
-        """Forgotten (archived) memories, most recently archived first."""
-        with self._lock:
-            rows = self._conn.execute(
-                f"SELECT {_NODE_COLS} FROM nodes WHERE superseded_by=? "
-                "ORDER BY json_extract(attributes, '$.archived.at') DESC, rowid DESC LIMIT ?",
-                (ARCHIVED, int(limit)),
-            ).fetchall()
-        return [_row_to_node(r) for r in rows]
-
-    def flagged_for_review(self, limit: int = 200) -> list[Node]:
-        """Current memories that reconciliation flagged (e.g. a contradiction), newest first."""
-        with self._lock:
-            rows = self._conn.execute(
-                f"SELECT {_NODE_COLS} FROM nodes WHERE superseded_by IS NULL "
-                "AND json_extract(attributes, '$.needs_review') "
-                "ORDER BY created_at DESC, rowid DESC LIMIT ?",
-                (int(limit),),
-            ).fetchall()
-        return [_row_to_node(r) for r in rows]
-
     # ------------------------------------------------------------------ reading
-
-    def get_node(self, node_id: str) -> Node | None:
-        with self._lock:
-            row = self._conn.execute(
-                f"SELECT {_NODE_COLS} FROM nodes WHERE id=?", (node_id,)
-            ).fetchone()
-        return _row_to_node(row) if row else None
 
     def get_nodes(self, ids: Iterable[str]) -> list[Node]:
         ids = list(dict.fromkeys(ids))
@@ -670,106 +463,7 @@ class MemoryStore(StoreBase):
             self._read_nodes, self._read_at = {}, key
         return self._read_nodes
 
-    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
-        with self._lock:
-            return self._conn.execute(sql, args).fetchall()
-
-    def iter_all(self) -> Iterator[Node]:
-        """Every node, oldest first (for export)."""
-        with self._lock:
-            rows = self._conn.execute(
-                f"SELECT {_NODE_COLS} FROM nodes ORDER BY created_at, rowid"
-            ).fetchall()
-        for row in rows:
-            yield _row_to_node(row)
-
-    def all_edges(self) -> list[Edge]:
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT id, source_id, target_id, edge_type, attributes, created_at FROM edges "
-                "ORDER BY created_at, rowid"
-            ).fetchall()
-        return [Edge(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), r[5] or "") for r in rows]
-
-    def edges_of(self, node_id: str) -> list[Edge]:
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT id, source_id, target_id, edge_type, attributes, created_at FROM edges "
-                "WHERE source_id=? OR target_id=? ORDER BY created_at",
-                (node_id, node_id),
-            ).fetchall()
-        return [Edge(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), r[5] or "") for r in rows]
-
-    def _find_entity_exact(self, name: str) -> Node | None:
-        base = f"SELECT {NODE_SELECT} FROM nodes n WHERE n.node_type='entity' AND n.superseded_by IS NULL"
-        for sql in (
-            f"{base} AND n.content=? LIMIT 1",
-            f"{base} AND lower(n.content)=lower(?) ORDER BY n.salience DESC LIMIT 1",
-            f"{base} AND EXISTS (SELECT 1 FROM json_each(n.attributes, '$.aliases') a "
-            "WHERE lower(a.value)=lower(?)) LIMIT 1",
-        ):
-            rows = self._rows(sql, (name,))
-            if rows:
-                return _row_to_node(rows[0])
-        return None
-
-    def relationships(self, entity_id: str, limit: int = 25) -> list[Relationship]:
-        """Edges of an entity with the node at the other end, most salient first, current nodes only."""
-        sql = f"""
-            SELECT e.id, e.source_id, e.target_id, e.edge_type, e.attributes, e.created_at,
-                   {NODE_SELECT},
-                   CASE WHEN e.source_id = ? THEN 'out' ELSE 'in' END AS direction
-            FROM edges e
-            JOIN nodes n ON n.id = CASE WHEN e.source_id = ? THEN e.target_id ELSE e.source_id END
-            WHERE (e.source_id = ? OR e.target_id = ?) AND n.superseded_by IS NULL
-            ORDER BY n.salience DESC, n.created_at DESC
-            LIMIT ?
-        """
-        with self._lock:
-            rows = self._conn.execute(
-                sql, (entity_id, entity_id, entity_id, entity_id, int(limit))
-            ).fetchall()
-        out = []
-        for r in rows:
-            edge = Edge(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), r[5] or "")
-            out.append(Relationship(edge, _row_to_node(r[6:20]), r[20]))
-        return out
-
-    def linked_node_ids(self, entity_id: str) -> set[str]:
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT source_id, target_id FROM edges WHERE source_id=? OR target_id=?",
-                (entity_id, entity_id),
-            ).fetchall()
-        return {s if t == entity_id else t for s, t in rows}
-
     # ------------------------------------------------------------------ search
-
-    def embed_query(self, query: str) -> np.ndarray:
-        """The query's vector; the last few are cached because one run asks for the same text often."""
-        cache: OrderedDict[str, np.ndarray] = self.__dict__.setdefault(
-            "_query_cache", OrderedDict()
-        )
-        with self._lock:
-            vec = cache.get(query)
-            if vec is not None:
-                cache.move_to_end(query)
-                return vec
-        from octygraph.embeddings import LocalEmbeddings, local_embeddings
-
-        if isinstance(self.embedder, LocalEmbeddings) and self.embedder is local_embeddings():
-            # The relevance and storage judges embed the prompt with the same model: one shared
-            # cache computes it once (a text's vector is the same in any batch, bit for bit).
-            from octygraph.judgement.vectors import cached_local_embed
-
-            vec = cached_local_embed([query])[0]
-        else:
-            vec = self.embedder.embed_array([query])[0]
-        with self._lock:
-            cache[query] = vec
-            while len(cache) > 64:
-                cache.popitem(last=False)
-        return vec
 
     def cosines(self, query_vec: np.ndarray, ids: Iterable[str]) -> dict[str, float]:
         """Cosine similarity of the query to each stored node (vectors are unit length)."""
@@ -1060,43 +754,8 @@ class MemoryStore(StoreBase):
                     out[node_id] = np.frombuffer(blob, dtype=np.float32)
         return out
 
-    def stats(self) -> dict[str, Any]:
-        """Counts by type and subtype, edges, superseded, embedding model and file size."""
-        with self._lock:
-            by_type = dict(
-                self._conn.execute(
-                    "SELECT node_type, count(*) FROM nodes GROUP BY node_type ORDER BY node_type"
-                ).fetchall()
-            )
-            by_subtype = {
-                f"{t}/{s or '-'}": c
-                for t, s, c in self._conn.execute(
-                    "SELECT node_type, subtype, count(*) FROM nodes GROUP BY node_type, subtype "
-                    "ORDER BY node_type, subtype"
-                ).fetchall()
-            }
-            edges = self._conn.execute("SELECT count(*) FROM edges").fetchone()[0]
-            superseded = self._conn.execute(
-                "SELECT count(*) FROM nodes WHERE superseded_by IS NOT NULL"
-            ).fetchone()[0]
-            archived = self._conn.execute(
-                "SELECT count(*) FROM nodes WHERE superseded_by=?", (ARCHIVED,)
-            ).fetchone()[0]
-            total = self._conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
-        meta = self.meta()
-        size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
-        return {
-            "nodes": total,
-            "by_type": by_type,
-            "by_subtype": by_subtype,
-            "edges": edges,
-            "superseded": superseded - archived,
-            "archived": archived,
-            "embedding_model": meta.get("embedding_model"),
-            "embedding_dim": int(meta.get("embedding_dim", "0")),
-            "schema_version": int(meta.get("schema_version", "0")),
-            "file_bytes": size,
-        }
+    def _bytes_used(self) -> int:
+        return sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
 
     def reindex(self, progress: Callable[[int, int], None] | None = None, batch: int = 64) -> int:
         """Re-embed every node with the configured model; rebuilds the vector index. Returns the count."""
@@ -1104,21 +763,8 @@ class MemoryStore(StoreBase):
             rows = self._conn.execute(
                 "SELECT rowid, id, node_type, content, superseded_by FROM nodes ORDER BY rowid"
             ).fetchall()
-        total = len(rows)
         # Embed everything first, then swap in one transaction: an interrupted reindex changes nothing.
-        vectors = []
-        done = 0
-        for start in range(0, total, batch):
-            part = rows[start : start + batch]
-            vectors.append(self.embedder.embed_array([r[3] for r in part]))
-            done += len(part)
-            if progress:
-                progress(done, total)
-        mat = (
-            np.concatenate(vectors)
-            if vectors
-            else np.zeros((0, self.embedder.dim), dtype=np.float32)
-        )
+        mat = self._embed_all([r[3] for r in rows], progress, batch)
         with self.transaction() as conn:
             conn.execute("DROP TABLE IF EXISTS vec_nodes")
             conn.execute(vec_ddl(self.embedder.dim))
@@ -1142,7 +788,7 @@ class MemoryStore(StoreBase):
                     ("embedding_dim", str(self.embedder.dim)),
                 ],
             )
-        return total
+        return len(rows)
 
     def backup_to(self, target: str | Path) -> None:
         """Copy this database to `target` with SQLite's online backup (consistent during writes)."""

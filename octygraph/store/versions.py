@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from octygraph.store.dialect import Dialect, node_filters
-from octygraph.store.model import NewNode, Node, StoreError, new_id, utcnow, validate_node
+from octygraph.store.model import Edge, NewNode, Node, StoreError, new_id, utcnow, validate_node
 from octygraph.store.protocol import AdminStore
 from octygraph.store.schema import ARCHIVED
 
@@ -132,8 +132,17 @@ class VersionedStore(AdminStore):
         raise NotImplementedError
 
     def _insert_edge(
-        self, conn: Any, source_id: str, target_id: str, edge_type: str, attributes: dict[str, Any]
-    ) -> Any:
+        self,
+        conn: Any,
+        source_id: str,
+        target_id: str,
+        edge_type: str,
+        attributes: dict[str, Any],
+        created_at: str | None = None,
+        edge_id: str | None = None,
+    ) -> Edge | None:
+        """Insert one edge unless it links a node to itself or is there already (its id, or its
+        ends and type); None then. A missing target is an error."""
         raise NotImplementedError
 
     def _set_active(self, conn: Any, node_ids: Sequence[str], active: bool) -> None:
