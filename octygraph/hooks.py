@@ -1,11 +1,13 @@
-"""Claude Code hook entrypoints: `octygraph hook prompt`, `hook stop` and `hook session-start`.
+"""What one Claude Code hook call does: `handle` turns its event and stdin payload into its reply.
+
+The hook process (`octygraph hook prompt`, ..., in `octygraph.service.client`) hands the payload to the
+resident service, which runs `handle` (as does the team server); when no service answers, the client
+runs it in its own process through `answer`. The service sits above this module; what it shares with
+the service's resume of unfinished runs (the store lease, the bookkeeping after a run) sits below it.
 
 Whatever happens (bad stdin, a broken database, an LLM that is down, the time budget running out) these
-print valid output or nothing and return normally, so the caller always exits 0 and the prompt goes through.
-Why a run degraded is written to the project's trace folder.
-
-`handle` turns one hook call into its stdout text; the in-process hook (`answer`, run by the hook's thin
-client when no service answers) and the resident service (`octygraph.service`) both run it.
+give valid output or nothing and return normally, so the hook always exits 0 and the prompt goes
+through. Why a run degraded is written to the project's trace folder.
 """
 
 from __future__ import annotations
@@ -17,20 +19,20 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from octygraph.claude import hook_io, manifest, modes
+from octygraph.claude import hook_io, modes
 from octygraph.private import private_mkdir
+from octygraph.run_bookkeeping import after_run
 from octygraph.sessions import SessionLog
 from octygraph.settings import Settings, is_folder
+from octygraph.store_lease import StoreLease, open_store_for_run
 
 if TYPE_CHECKING:
     from octygraph.runner import CheckpointerLease, OnAnswer
-    from octygraph.store import AdminStore
 
 log = logging.getLogger("octygraph.hooks")
 
@@ -102,66 +104,6 @@ def _record_failure(
         pass
 
 
-def after_run(settings: Settings, event: str, session_id: str, result: dict[str, Any]) -> None:
-    """Manifest, dev log and the usage report: all best effort."""
-    paths = settings.paths
-    stored = result.get("stored") or []
-    if stored:
-        try:
-            manifest.append(
-                paths.manifest,
-                [
-                    {
-                        "session_id": session_id or "unknown",
-                        "node_id": r["id"],
-                        "type": r["type"],
-                        "subtype": r.get("subtype"),
-                        "content": r["content"],
-                        "source": "claude" if event == "stop" else "user",
-                    }
-                    for r in stored
-                ],
-            )
-        except Exception as exc:
-            log.warning("manifest not updated: %s", exc)
-    try:
-        from octygraph.retention import prune_if_due
-
-        prune_if_due(settings)  # after the answer went out: the prompt does not wait for it
-    except Exception as exc:
-        log.warning("old traces not pruned: %s", exc)
-    modes.dev_log(
-        paths,
-        event,
-        {
-            "trace_id": result.get("trace_id"),
-            "timings_ms": result.get("timings_ms"),
-            "stored": len(stored),
-            "context_chars": len(result.get("context") or ""),
-        },
-    )
-    if settings.worker_url:
-        try:
-            from octygraph.claude.usage_report import device_file_for, spawn_report
-
-            device = device_file_for(settings)
-            if device.exists():
-                spawn_report(
-                    settings.worker_url,
-                    device,
-                    {
-                        "project": settings.project_id,
-                        "session_id": session_id,
-                        "event": event,
-                        "trace_id": result.get("trace_id"),
-                        "usage": result.get("usage"),
-                    },
-                    debug_dir=paths.debug_dir,
-                )
-        except Exception as exc:
-            log.warning("usage report not sent: %s", exc)
-
-
 def _configure_logging(settings: Settings) -> None:
     if settings.debug or modes.is_on(settings.paths.verbose_flag):
         logging.basicConfig(
@@ -172,22 +114,6 @@ def _configure_logging(settings: Settings) -> None:
         from octygraph.heuristics.secrets import redact_logs
 
         redact_logs()
-
-
-StoreLease = Callable[[Settings], AbstractAsyncContextManager["AdminStore"]]
-"""Lends the project's store for one run: the service keeps stores open, a hook process opens one."""
-
-
-@asynccontextmanager
-async def open_store_for_run(settings: Settings) -> AsyncIterator[AdminStore]:
-    """Open the project's store for one run and close it afterwards (the in-process path)."""
-    from octygraph.services import open_store
-
-    store = await asyncio.to_thread(open_store, settings)
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 async def _run(

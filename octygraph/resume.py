@@ -26,7 +26,6 @@ from typing import Any, Literal
 from langchain_core.runnables import RunnableConfig
 
 from octygraph import inflight
-from octygraph.hooks import StoreLease
 from octygraph.persistence import checkpointer_for
 from octygraph.runner import (
     STORE_GRACE_S,
@@ -38,6 +37,7 @@ from octygraph.runner import (
 )
 from octygraph.settings import Settings
 from octygraph.store import GraphStore
+from octygraph.store_lease import StoreLease
 
 log = logging.getLogger("octygraph.resume")
 

@@ -147,8 +147,8 @@ def test_finished_runs_and_corrupt_records_are_not_resumed(env: Env) -> None:  #
 
 
 def test_a_run_resumed_too_often_is_dropped_with_a_note(home: Path) -> None:
-    from octygraph.hooks import open_store_for_run
     from octygraph.resume import MAX_ATTEMPTS, resume_unfinished
+    from octygraph.store_lease import open_store_for_run
 
     settings = Settings.from_env()
     record = inflight.RunRecord(
