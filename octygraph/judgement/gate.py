@@ -29,6 +29,7 @@ from octygraph.judgement.linear import (
 from octygraph.judgement.ngrams import hashed_ngrams
 from octygraph.judgement.segments import Segment, segments
 from octygraph.judgement.shape import shape_features
+from octygraph.judgement.vectors import cached_local_embed
 
 GATE_FILE: Final = "storage_gate.npz"
 KINDS: Final = ("rule", "preference", "fact", "decision", "plan")
@@ -175,7 +176,5 @@ def storage_gate() -> StorageGate:
     global _GATE
     with _GATE_LOCK:
         if _GATE is None:
-            from octygraph.judgement.vectors import cached_local_embed
-
             _GATE = StorageGate.load(cached_local_embed)
         return _GATE

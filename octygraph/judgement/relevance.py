@@ -23,6 +23,7 @@ from octygraph.heuristics.text import content_stems
 from octygraph.judgement.linear import Logistic, load_logistic, model_arrays
 from octygraph.judgement.segments import segments
 from octygraph.judgement.topics import TOPICS, topic_spread
+from octygraph.judgement.vectors import cached_local_embed
 
 RELEVANCE_FILE: Final = "relevance.npz"
 MAX_PROMPT_SEGMENTS: Final = 16
@@ -231,7 +232,5 @@ def relevance_model() -> RelevanceModel:
     global _MODEL
     with _MODEL_LOCK:
         if _MODEL is None:
-            from octygraph.judgement.vectors import cached_local_embed
-
             _MODEL = RelevanceModel.load(cached_local_embed)
         return _MODEL

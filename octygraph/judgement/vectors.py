@@ -21,6 +21,7 @@ _LOCK = threading.Lock()
 
 def cached_local_embed(texts: list[str]) -> np.ndarray:
     """Rows of L2-normalised local-model vectors for `texts`, computing only the unseen ones."""
+    # Imported on first use: the embeddings module loads langchain_core, a second's import.
     from octygraph.embeddings import LOCAL_DIM, local_embeddings
 
     if not texts:
