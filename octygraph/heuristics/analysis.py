@@ -25,7 +25,13 @@ from octygraph.heuristics.lexicon import (
 )
 from octygraph.heuristics.reconcile import REPLACEMENT
 from octygraph.heuristics.safety import looks_like_injection
-from octygraph.heuristics.text import content_words, rx, strip_leading_markers, words
+from octygraph.heuristics.text import (
+    FILLER_LEAD,
+    content_words,
+    rx,
+    strip_leading_markers,
+    words,
+)
 from octygraph.models import EntityMention
 
 _WH: Final = frozenset("who whom whose what which when where why how".split())
@@ -50,7 +56,7 @@ QUESTION_PHRASES: Final = rx(
 )
 _EMBEDDED_WH: Final = r"(?:if|whether|what|why|how|which|who|where|when)"
 INDIRECT_QUESTION: Final = rx(
-    rf"""^(?:(?:and|also|so|ok|okay|but|hmm|well|honestly|btw)[,\s]+)*(?:
+    rf"""{FILLER_LEAD}(?:
     i(?:'m|\s+am|m)\s+(?:just\s+|really\s+|a\s+bit\s+|also\s+)?(?:curious|unsure)\b
     | i(?:'m|\s+am|m|\s+was|\s+wasn'?t)\s+(?:not\s+)?(?:\w+\s+)?sure\s+{_EMBEDDED_WH}\b
     | i(?:'d|\s+would)\s+(?:like|love)\s+to\s+(?:know|understand|hear)\s+{_EMBEDDED_WH}\b

@@ -18,10 +18,8 @@ from octygraph.heuristics.lexicon import (
 )
 from octygraph.heuristics.safety import redact_secrets
 from octygraph.heuristics.storage import CODE, sentence_type
-from octygraph.heuristics.text import rx, split_sentences, stem
+from octygraph.heuristics.text import MAX_SENTENCES, rx, split_sentences, stem
 from octygraph.models import Classification, Intent, Operations, merge_classifications
-
-MAX_SENTENCES: Final = 40
 
 _INTENT_PATTERNS: Final[tuple[tuple[Intent, re.Pattern[str]], ...]] = (
     (

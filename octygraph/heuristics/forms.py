@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Final
 
-from octygraph.heuristics.text import QUOTED, rx
+from octygraph.heuristics.text import FILLER_LEAD, QUOTED, rx
 
 if TYPE_CHECKING:
     from octygraph.heuristics.analysis import Sentence
@@ -163,7 +163,7 @@ GO_AHEAD: Final = rx(r"\bgo\s+ahead\b")
 """Permission for the step at hand ("if they are, go ahead and draft the updates"): a continuation,
 whatever else the sentence asks (22 segments of the training sets say it, none durable)."""
 GUESS: Final = rx(
-    r"""^(?:(?:and|also|so|ok|okay|but|hmm|well|honestly|btw)[,\s]+)*
+    rf"""{FILLER_LEAD}
     (?:i\s+suppose|i\s+guess|i\s+assume|i\s+imagine|my\s+guess\s+is|i\s+bet|i\s+reckon|i\s+suspect)
     (?:\s+that)?\b
     (?!\s+(?:we|i|you)(?:'ll|'d|\s+(?:will|should|could|can|would|might|need|must|may)\b))"""

@@ -21,7 +21,12 @@ from typing import Final
 from octygraph.heuristics.analysis import Sentence, analyze
 from octygraph.heuristics.dates import lookback_days
 from octygraph.heuristics.entities import Gazetteer, mentions, prompt_gazetteer
-from octygraph.heuristics.text import content_words, normalize_space, split_sentences
+from octygraph.heuristics.text import (
+    MAX_SENTENCES,
+    content_words,
+    normalize_space,
+    split_sentences,
+)
 from octygraph.models import Classification, Complexity, RetrievalPlan, SearchStep
 
 MAX_ENTITIES: Final = 4
@@ -123,7 +128,9 @@ def plan_retrieval(
         return RetrievalPlan(complexity="SIMPLE_FACT", steps=[], reasoning="Nothing to retrieve.")
     today = today or date.today()
     gazetteer = prompt_gazetteer(known_entities, classification.entities)
-    sentences = [analyze(text, today, gazetteer) for text in split_sentences(prompt)[:40]]
+    sentences = [
+        analyze(text, today, gazetteer) for text in split_sentences(prompt)[:MAX_SENTENCES]
+    ]
     parts = _parts(prompt, sentences)
     complexity = _complexity(classification, sentences, parts)
     entities = [e.name for e in classification.entities][:MAX_ENTITIES]

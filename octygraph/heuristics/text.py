@@ -24,6 +24,9 @@ _ABBREVIATIONS: Final = frozenset(
     dept est min max sec hr hrs mins jan feb mar apr jun jul aug sep sept oct nov dec""".split()
 )
 
+FILLER_LEAD: Final = r"^(?:(?:and|also|so|ok|okay|but|hmm|well|honestly|btw)[,\s]+)*"
+"""Filler words before what is said ("so, honestly, ..."), for a pattern anchored at the start."""
+
 WORD: Final = re.compile(r"[^\W_](?:[\w'’./+#&-]*[^\W_])?[+#]*")
 """A word token: letters/digits, keeping inner apostrophes, dots, dashes ("don't", "Node.js")."""
 
@@ -37,6 +40,8 @@ _LEADING: Final = re.compile(
     r"wait|yes|yeah|yep)\s*[,:;.!-]+(?:\s+|$))",
     re.IGNORECASE,
 )
+MAX_SENTENCES: Final = 40
+"""A prompt is read by its first 40 sentences (a pasted wall of text by its head)."""
 
 
 def split_sentences(text: str) -> list[str]:
