@@ -46,12 +46,14 @@ from training.real_relevance import (
     choose_bar,
     fit,
     join,
+    load_pairs,
     load_real,
     real_rows,
     select,
     subset,
     written_rows,
 )
+from training.train_relevance import fit_written
 
 FIGURES = (
     ("cross_recall", "cross-session recall %"),
@@ -147,8 +149,6 @@ def main() -> int:
     systems["shipped"] = select(
         shipped.proba(rows.x), rows.triggered, rows.prompt, float(arrays["threshold"])
     )
-
-    from training.train_relevance import fit_written, load_pairs
 
     wx, wy, wgroups, _, _ = load_pairs(memo)
     written = fit_written(wx, wy, wgroups)

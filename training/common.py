@@ -33,6 +33,7 @@ def held_out(key: str) -> bool:
 
 def embed(texts: list[str]) -> np.ndarray:
     """Local-model vectors for `texts`, cached on disk by text (the model is fixed by the package)."""
+    # Imported on use: the embeddings module loads langchain_core, a second's import.
     from octygraph.embeddings import LOCAL_MODEL_ID, local_embeddings
 
     CACHE.mkdir(exist_ok=True)

@@ -24,7 +24,8 @@ from octygraph.heuristics.analysis import analyze
 from octygraph.heuristics.storage import safety_refusal, verdict_refusals
 from octygraph.judgement.gate import judged_segments, storage_gate
 from octygraph.judgement.verdict import SegmentView, message_vector, verdict_features
-from training.common import HERE, embed
+from training.common import HERE, embed, held_out
+from training.train_gate import load_rows
 
 SHARED = Path(os.environ.get("OCTY_SHARED") or HERE.parent.parent / "shared")
 SETS = (
@@ -108,9 +109,6 @@ def load_written() -> list[Prompt]:
 
     Only the held-out part: the gate, whose log-odds are a feature, was fitted on the rest, so its
     verdict on these is as honest as on a real prompt. Segment labels are the sets' own."""
-    from training.common import held_out
-    from training.train_gate import load_rows
-
     by_message: dict[str, dict[str, bool]] = {}
     for row in load_rows(replies=False):
         if row.source == "user" and held_out(row.group):

@@ -39,12 +39,15 @@ from octygraph.judgement.relevance import (
 from octygraph.judgement.segments import segments
 from octygraph.judgement.topics import TOPICS
 from octygraph.nodes.assemble import MAX_RECORDS
+from training.common import HERE, read_jsonl
 from training.common import embed as disk_embed
 from training.real_prompts import SHARED, TODAY, Prompt, project_of, scorer
 from training.train_gate import _fit, _folds
 
 DEV = SHARED / "data" / "realtraffic-dev"
 TRAIN = SHARED / "data" / "realtraffic-train"
+WRITTEN = HERE / "relevance"
+"""The written scenarios: each one project, its memories and later prompts (`training/README.md`)."""
 C_GRID = (0.03, 0.1, 0.3, 1.0)
 MIN_PRECISION = 0.5
 BARS = np.round(np.arange(0.02, 0.96, 0.01), 2)
@@ -184,10 +187,35 @@ def real_rows(prompts: Sequence[RealPrompt]) -> Rows:
     )
 
 
+def load_pairs(
+    embed: Embed = disk_embed,
+) -> tuple[np.ndarray, np.ndarray, list[str], list[int], int]:
+    """The written scenarios' feature rows, labels, each row's scenario, each row's prompt number,
+    and the prompt count."""
+    topic_vectors = embed(list(TOPICS.values()))
+    xs, ys, groups, prompt_ids = [], [], [], []
+    n_prompts = 0
+    for path in sorted(WRITTEN.glob("*.jsonl")):
+        for scenario in read_jsonl(path):
+            memories = [
+                MemoryText(m["text"], m.get("type", "fact"), m.get("scope"))
+                for m in scenario["memories"]
+            ]
+            ids = [m["id"] for m in scenario["memories"]]
+            name = f"{path.stem}:{scenario['scenario']}"
+            for prompt in scenario["prompts"]:
+                rows = relevance_features(prompt["text"], memories, embed, topic_vectors)
+                relevant = set(prompt.get("relevant") or [])
+                xs.append(rows)
+                ys += [mid in relevant for mid in ids]
+                groups += [name] * len(ids)
+                prompt_ids += [n_prompts] * len(ids)
+                n_prompts += 1
+    return np.vstack(xs), np.array(ys), groups, prompt_ids, n_prompts
+
+
 def written_rows(embed: Embed, weight: float) -> Rows:
     """Every written scenario of `training/relevance/`, each row at `weight`."""
-    from training.train_relevance import load_pairs
-
     x, y, groups, prompt_ids, _ = load_pairs(embed)
     return Rows(
         x=x.astype(np.float64),

@@ -200,6 +200,7 @@ def _fit(
     vector_dims: int = 0,
     sample_weight: np.ndarray | None = None,
 ) -> Logistic:
+    # Imported on use: scikit-learn is the optional [train] extra, needed only to fit.
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
@@ -234,6 +235,7 @@ def _scaling(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _fit_durable(x: np.ndarray, y: np.ndarray, alpha: float) -> Mlp:
+    # Imported on use: scikit-learn is the optional [train] extra, needed only to fit.
     from sklearn.neural_network import MLPClassifier
 
     mean, scale = _scaling(x)
@@ -259,6 +261,7 @@ def _fit_durable(x: np.ndarray, y: np.ndarray, alpha: float) -> Mlp:
 
 def _fit_wording(x: np.ndarray, y: np.ndarray, c: float) -> Logistic:
     """Logistic model over hashed words and pairs; the rows are already scaled (unit length)."""
+    # Imported on use: scikit-learn is the optional [train] extra, needed only to fit.
     from sklearn.linear_model import LogisticRegression
 
     model = LogisticRegression(C=c, max_iter=3000, class_weight="balanced").fit(x, y)

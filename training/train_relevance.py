@@ -34,18 +34,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from octygraph.judgement.linear import Logistic, save_logistic
-from octygraph.judgement.relevance import (
-    FEATURE_NAMES,
-    RELEVANCE_FILE,
-    Embed,
-    MemoryText,
-    relevance_features,
-)
-from octygraph.judgement.topics import TOPICS
-from training.common import HERE, embed, held_out, precision_recall, read_jsonl
+from octygraph.judgement.relevance import FEATURE_NAMES, RELEVANCE_FILE
+from training.common import HERE, held_out, precision_recall
+from training.real_relevance import MemoEmbed, fit, join, load_pairs, load_real, real_rows, select
+from training.real_relevance import written_rows as scenario_rows
 from training.train_gate import _fit, _folds, log_loss
 
-SETS = HERE / "relevance"
 OUT = HERE.parent / "octygraph" / "data" / RELEVANCE_FILE
 REPORT = HERE / "relevance_report.json"
 C_GRID = (0.03, 0.1, 0.3, 1.0)
@@ -53,30 +47,6 @@ MIN_PRECISION = 0.6
 WRITTEN_WEIGHT = 4.0
 """Weight of the written scenarios' rows beside the real pairs: of 0.3, 1, 2 and 4, the one with the
 best leave-project-out cross-session recall in `bench/relevance_cv.py` (at equal precision)."""
-
-
-def load_pairs(embed: Embed = embed) -> tuple[np.ndarray, np.ndarray, list[str], list[int], int]:
-    """Feature rows, labels, each row's scenario, each row's prompt number, and the prompt count."""
-    topic_vectors = embed(list(TOPICS.values()))
-    xs, ys, groups, prompt_ids = [], [], [], []
-    n_prompts = 0
-    for path in sorted(SETS.glob("*.jsonl")):
-        for scenario in read_jsonl(path):
-            memories = [
-                MemoryText(m["text"], m.get("type", "fact"), m.get("scope"))
-                for m in scenario["memories"]
-            ]
-            ids = [m["id"] for m in scenario["memories"]]
-            name = f"{path.stem}:{scenario['scenario']}"
-            for prompt in scenario["prompts"]:
-                rows = relevance_features(prompt["text"], memories, embed, topic_vectors)
-                relevant = set(prompt.get("relevant") or [])
-                xs.append(rows)
-                ys += [mid in relevant for mid in ids]
-                groups += [name] * len(ids)
-                prompt_ids += [n_prompts] * len(ids)
-                n_prompts += 1
-    return np.vstack(xs), np.array(ys), groups, prompt_ids, n_prompts
 
 
 def choose_threshold(y: np.ndarray, p: np.ndarray) -> float:
@@ -137,8 +107,6 @@ def fit_written(x: np.ndarray, y: np.ndarray, groups: list[str]) -> WrittenFit:
 
 
 def written_report() -> tuple[Logistic, float, dict]:
-    from training.real_relevance import MemoEmbed
-
     x, y, groups, prompt_list, n_prompts = load_pairs(MemoEmbed())
     prompt_ids = np.array(prompt_list)
     fitted = fit_written(x, y, groups)
@@ -172,9 +140,6 @@ def written_report() -> tuple[Logistic, float, dict]:
 
 
 def real_report(written_weight: float) -> tuple[Logistic, float, dict]:
-    from training.real_relevance import MemoEmbed, fit, join, load_real, real_rows, select
-    from training.real_relevance import written_rows as scenario_rows
-
     memo = MemoEmbed()
     rows = real_rows(load_real(memo))
     n_real = len(rows.y)

@@ -58,6 +58,7 @@ INNER_FOLDS = 5
 
 def fit_layer(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> Logistic:
     """One logistic layer; the named columns are scaled down by `FORM_SCALE`, the vectors left as is."""
+    # Imported on use: scikit-learn is the optional [train] extra, needed only to fit.
     from sklearn.linear_model import LogisticRegression
 
     scale = np.ones(x.shape[1], dtype=np.float32)
