@@ -10,7 +10,7 @@ from the shipped weights: the same examples give the same weights, bit for bit, 
 with fixed zip timestamps.
 
 An example's row is computed as the verdict computes a message's at run time
-(`heuristics.storage._verdict_items`): the gate's segments of the text, the local model's vectors, the
+(`judgement.storage._verdict_items`): the gate's segments of the text, the local model's vectors, the
 sentence analysis on the day the example was recorded. The text is the memory's, not the whole message
 it came from, so the position and length features describe the memory alone.
 
