@@ -219,97 +219,99 @@ async def handle(
     stores = stores or open_store_for_run
     settings: Settings | None = None
     try:
-        if event == "prompt":
-            prompt = hook_io.parse_prompt_payload(raw)
-            if prompt is None:
-                return HookReply()
-            settings = _settings(prompt.cwd or cwd, env)
-            _configure_logging(settings)
-            # The answer must reach the client before its budget (counted from the hook process's
-            # start) runs out: the run stops early enough to leave room for writing its trace.
-            deadline = run_deadline(started, settings.hook_budget_s)
-            if deadline - time.monotonic() <= MIN_RUN_S:
-                _record_failure(settings, event, "no time left in the hook budget", env)
-                return HookReply()
-            # Answer first: the reply goes out when the retrieve half has its context; the store half
-            # goes on in `rest`, which the caller awaits after replying.
-            ready: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-
-            async def on_answer(early: dict[str, Any]) -> None:
-                if not ready.done():
-                    ready.set_result(early)
-
-            run = asyncio.create_task(
-                _run(
-                    settings,
-                    prompt.prompt,
-                    prompt.session_id,
-                    store_only=False,
-                    deadline=deadline,
-                    stores=stores,
-                    transcript_path=prompt.transcript_path,
-                    on_answer=on_answer,
-                    checkpointers=checkpointers,
-                )
-            )
-            await asyncio.wait({run, ready}, return_when=asyncio.FIRST_COMPLETED)
-            early = ready.result() if ready.done() else run.result()
-            output = hook_io.format_prompt_output(
-                early.get("context") or "",
-                max_chars=min(9000, settings.context_budget_chars + 500),
-            )
-            session_id, ready_settings = prompt.session_id, settings
-            notice = ""
-            if early.get("notice") or _read_only(settings):
-                from octygraph.runner import read_only_notice
-
-                notice = read_only_notice(settings)
-
-            def after() -> None:  # once the whole run is done: its final result has what it stored
-                after_run(ready_settings, "prompt", session_id, run.result())
-
-            return HookReply(output, after, notice, rest=None if run.done() else run)
-        if event == "stop":
-            stop = hook_io.parse_stop_payload(raw)
-            if stop is None or not stop.last_assistant_message.strip():
-                return HookReply()
-            settings = _settings(stop.cwd or cwd, env)
-            _configure_logging(settings)
-            result = await _run(
-                settings,
-                stop.last_assistant_message,
-                stop.session_id,
-                store_only=True,
-                # Four prompt budgets, as the in-process watchdog allows; the same margin kept.
-                deadline=run_deadline(started, settings.hook_budget_s * 4),
-                stores=stores,
-                checkpointers=checkpointers,
-            )
-            return HookReply(
-                "", functools.partial(after_run, settings, "stop", stop.session_id, result)
-            )
-        if event == "session-end":
-            end = hook_io.parse_session_end_payload(raw)
-            if end is None:
-                return HookReply()
-            settings = _settings(end.cwd or cwd, env)
-            _configure_logging(settings)
-            return HookReply(rest=asyncio.create_task(_session_end(settings, end, stores)))
-        if event == "session-start":
-            start = hook_io.parse_session_start_payload(raw)
-            if start is None:
-                return HookReply()
-            settings = _settings(start.cwd or cwd, env)
-            _configure_logging(settings)
+        request = hook_io.parse_payload(event, raw)
+        if request is None:
+            return HookReply()
+        settings = _settings(request.cwd or cwd, env)
+        _configure_logging(settings)
+        if isinstance(request, hook_io.PromptRequest):
+            return await _prompt(settings, request, started, stores, checkpointers)
+        if isinstance(request, hook_io.StopRequest):
+            return await _stop(settings, request, started, stores, checkpointers)
+        if isinstance(request, hook_io.SessionStartRequest):
             return await _session_start(
-                settings, start, os.environ if env is None else env, stores, started
+                settings, request, os.environ if env is None else env, stores, started
             )
-        return HookReply()
+        return HookReply(rest=asyncio.create_task(_session_end(settings, request, stores)))
     except Exception as exc:  # the prompt must go through, whatever failed
         _record_failure(
             settings, event, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}", env
         )
         return HookReply(notice=degraded_notice(exc, settings))
+
+
+async def _prompt(
+    settings: Settings,
+    prompt: hook_io.PromptRequest,
+    started: float,
+    stores: StoreLease,
+    checkpointers: CheckpointerLease | None,
+) -> HookReply:
+    """UserPromptSubmit: answer with the retrieve half's context; the store half goes on in `rest`."""
+    # The answer must reach the client before its budget (counted from the hook process's start)
+    # runs out: the run stops early enough to leave room for writing its trace.
+    deadline = run_deadline(started, settings.hook_budget_s)
+    if deadline - time.monotonic() <= MIN_RUN_S:
+        _record_failure(settings, "prompt", "no time left in the hook budget")
+        return HookReply()
+    # Answer first: the reply goes out when the retrieve half has its context; the store half goes on
+    # in `rest`, which the caller awaits after replying.
+    ready: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+
+    async def on_answer(early: dict[str, Any]) -> None:
+        if not ready.done():
+            ready.set_result(early)
+
+    run = asyncio.create_task(
+        _run(
+            settings,
+            prompt.prompt,
+            prompt.session_id,
+            store_only=False,
+            deadline=deadline,
+            stores=stores,
+            transcript_path=prompt.transcript_path,
+            on_answer=on_answer,
+            checkpointers=checkpointers,
+        )
+    )
+    await asyncio.wait({run, ready}, return_when=asyncio.FIRST_COMPLETED)
+    early = ready.result() if ready.done() else run.result()
+    output = hook_io.format_prompt_output(
+        early.get("context") or "",
+        max_chars=min(9000, settings.context_budget_chars + 500),
+    )
+    notice = ""
+    if early.get("notice") or _read_only(settings):
+        from octygraph.runner import read_only_notice
+
+        notice = read_only_notice(settings)
+
+    def after() -> None:  # once the whole run is done: its final result has what it stored
+        after_run(settings, "prompt", prompt.session_id, run.result())
+
+    return HookReply(output, after, notice, rest=None if run.done() else run)
+
+
+async def _stop(
+    settings: Settings,
+    stop: hook_io.StopRequest,
+    started: float,
+    stores: StoreLease,
+    checkpointers: CheckpointerLease | None,
+) -> HookReply:
+    """Stop: store what the assistant's last message holds; nothing to answer."""
+    result = await _run(
+        settings,
+        stop.last_assistant_message,
+        stop.session_id,
+        store_only=True,
+        # Four prompt budgets, as the in-process watchdog allows; the same margin kept.
+        deadline=run_deadline(started, settings.hook_budget_s * 4),
+        stores=stores,
+        checkpointers=checkpointers,
+    )
+    return HookReply("", functools.partial(after_run, settings, "stop", stop.session_id, result))
 
 
 async def _session_start(

@@ -12,7 +12,9 @@ import pytest
 from octygraph.claude.hook_io import (
     MAX_PROMPT_CHARS,
     PromptRequest,
+    StopRequest,
     format_prompt_output,
+    parse_payload,
     parse_prompt_payload,
     parse_stop_payload,
     read_stdin_bounded,
@@ -229,6 +231,17 @@ def test_stop_payload() -> None:
     missing = {k: v for k, v in STOP_PAYLOAD.items() if k != "last_assistant_message"}
     empty = parse_stop_payload(encode(missing))
     assert empty is not None and empty.last_assistant_message == ""
+
+
+def test_parse_payload_picks_the_event_and_drops_a_stop_with_nothing_to_store() -> None:
+    assert parse_payload("prompt", encode(PROMPT_PAYLOAD)) == parse_prompt_payload(
+        encode(PROMPT_PAYLOAD)
+    )
+    assert isinstance(parse_payload("stop", encode(STOP_PAYLOAD)), StopRequest)
+    blank = {**STOP_PAYLOAD, "last_assistant_message": "  "}
+    assert parse_payload("stop", encode(blank)) is None
+    assert parse_payload("prompt", encode(STOP_PAYLOAD)) is None  # another event's payload
+    assert parse_payload("notification", encode(PROMPT_PAYLOAD)) is None
 
 
 def test_hook_io_reads_real_stdin_of_a_child(tmp_path: Path) -> None:

@@ -280,6 +280,28 @@ def parse_session_end_payload(raw: bytes) -> SessionEndRequest | None:
     )
 
 
+HookRequest = PromptRequest | StopRequest | SessionStartRequest | SessionEndRequest
+
+
+def parse_payload(event: str, raw: bytes) -> HookRequest | None:
+    """The request of one hook call (`prompt`, `stop`, `session-start` or `session-end`).
+
+    Returns:
+        The parsed request, or None when there is nothing to do: an unknown event, a payload its
+        parser refuses, or a stop without an assistant message.
+    """
+    if event == "prompt":
+        return parse_prompt_payload(raw)
+    if event == "stop":
+        stop = parse_stop_payload(raw)
+        return stop if stop is not None and stop.last_assistant_message.strip() else None
+    if event == "session-start":
+        return parse_session_start_payload(raw)
+    if event == "session-end":
+        return parse_session_end_payload(raw)
+    return None
+
+
 def clip_context(context: str, max_chars: int = DEFAULT_CONTEXT_CHARS) -> str:
     """Cut `context` to at most `max_chars` (never above 10,000), at a line boundary when possible."""
     limit = max(1, min(max_chars, CONTEXT_HARD_CAP))

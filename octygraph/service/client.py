@@ -423,18 +423,9 @@ def worth_running(event: str, raw: bytes) -> bool:
     from octygraph.claude import hook_io
 
     try:
-        if event == "prompt":
-            return hook_io.parse_prompt_payload(raw) is not None
-        if event == "stop":
-            request = hook_io.parse_stop_payload(raw)
-            return request is not None and bool(request.last_assistant_message.strip())
-        if event == "session-start":
-            return hook_io.parse_session_start_payload(raw) is not None
-        if event == "session-end":
-            return hook_io.parse_session_end_payload(raw) is not None
+        return hook_io.parse_payload(event, raw) is not None
     except Exception:
         return False
-    return False
 
 
 def home_problem(home: str | Path) -> str:
