@@ -47,10 +47,12 @@ from langchain_core.messages import (  # noqa: E402
 )
 from pydantic import BaseModel  # noqa: E402
 
-from octygraph import heuristics, prompts  # noqa: E402
+from octygraph import prompts  # noqa: E402
 from octygraph.context import Context  # noqa: E402
 from octygraph.embeddings import local_embeddings  # noqa: E402
 from octygraph.graph import NODE_NAMES  # noqa: E402
+from octygraph.heuristics.classify import classify  # noqa: E402
+from octygraph.heuristics.plan import plan_retrieval  # noqa: E402
 from octygraph.judgement.storage import filter_storage, has_durable  # noqa: E402
 from octygraph.llm.usage import UsageTracker  # noqa: E402
 from octygraph.models import InstructionList  # noqa: E402
@@ -82,10 +84,10 @@ class ScriptedBrain:
     """Answers each LLM call of a run by looking at which prompt it is (they run in parallel)."""
 
     def __init__(self, prompt: str, known: list[str]) -> None:
-        self.classification = heuristics.classify(
+        self.classification = classify(
             prompt, known_entities=known, durable=lambda: has_durable(prompt)
         )
-        self.plan = heuristics.plan_retrieval(prompt, self.classification)
+        self.plan = plan_retrieval(prompt, self.classification)
         # As the deterministic path answers: the rules are instructions, the rest is stored.
         self.storage, self.instructions = split_instructions(
             filter_storage(prompt, self.classification, date.today())

@@ -8,20 +8,15 @@ from datetime import date
 
 import pytest
 
-from octygraph.heuristics import (
-    Gazetteer,
-    is_grounded,
-    judge,
-    looks_like_injection,
-    plan_retrieval,
-    redact_secrets,
-    replacement_signal,
-    resolve_date,
-    split_sentences,
-)
-from octygraph.heuristics import classify as classify_sentences
 from octygraph.heuristics.analysis import analyze, resolve_pronouns
+from octygraph.heuristics.classify import classify as classify_sentences
+from octygraph.heuristics.dates import resolve_date
+from octygraph.heuristics.entities import Gazetteer
 from octygraph.heuristics.instructions import detect_instruction
+from octygraph.heuristics.plan import plan_retrieval
+from octygraph.heuristics.reconcile import judge, replacement_signal
+from octygraph.heuristics.safety import is_grounded, looks_like_injection, redact_secrets
+from octygraph.heuristics.text import split_sentences
 from octygraph.judgement.gate import Judged, storage_gate
 from octygraph.judgement.storage import filter_storage, has_durable
 from octygraph.models import Classification, ExtractedInstruction, RetrievalPlan

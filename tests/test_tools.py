@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage
 
-from octygraph import heuristics
 from octygraph.context import Context
+from octygraph.heuristics.classify import classify
+from octygraph.heuristics.plan import plan_retrieval
 from octygraph.models import RETRIEVE_TOOLS, RetrievalPlan, SearchStep
 from octygraph.nodes.loops import retrieve_subgraph, run_fixed_plan, run_loop, store_subgraph
 from octygraph.store import MemoryStore
@@ -79,9 +80,7 @@ def test_the_heuristic_plan_names_only_registered_tools(home: Path) -> None:
         step.tool
         for prompt in prompts
         # Whether the prompt is stored does not change its plan.
-        for step in heuristics.plan_retrieval(
-            prompt, heuristics.classify(prompt, durable=lambda: False)
-        ).steps
+        for step in plan_retrieval(prompt, classify(prompt, durable=lambda: False)).steps
     }
     assert named and named <= set(PLAN_TOOLS)
 

@@ -9,8 +9,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from octygraph import heuristics, prompts
+from octygraph import prompts
 from octygraph.context import Context
+from octygraph.heuristics.classify import classify as classify_offline
+from octygraph.heuristics.text import split_sentences
 from octygraph.judgement.storage import has_durable
 from octygraph.models import Classification, merge_classifications
 from octygraph.nodes._common import NO_MODEL, ask_structured, combine, layer, log, timed
@@ -50,7 +52,7 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     # The search plan is asked at the same time, with the deterministic classification as its hint:
     # classify and plan then cost one LLM round trip on the prompt's critical path, not two.
     planning = asyncio.create_task(draft_plan(ctx, prompt, offline))
-    sentences = heuristics.split_sentences(prompt) or [prompt]
+    sentences = split_sentences(prompt) or [prompt]
     calls = [
         ask_structured(
             ctx,
@@ -101,6 +103,6 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
 
 def _classify_offline(ctx: Context, prompt: str, durable: Callable[[], bool]) -> Classification:
     """The deterministic classification with the store's known entities: one trip to a worker thread."""
-    return heuristics.classify(
+    return classify_offline(
         prompt, known_entities=ctx.gazetteer(), today=ctx.day(), durable=durable
     )

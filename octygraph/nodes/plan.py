@@ -7,8 +7,9 @@ from typing import Any, TypeVar, cast, get_args
 
 from langgraph.runtime import Runtime
 
-from octygraph import heuristics, prompts
+from octygraph import prompts
 from octygraph.context import Context
+from octygraph.heuristics.plan import plan_retrieval
 from octygraph.judgement.storage import filter_storage
 from octygraph.models import (
     Classification,
@@ -99,9 +100,7 @@ async def plan(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any
     known = ctx.built_gazetteer()  # classify built it: no worker thread needed
     if known is None:
         known = await asyncio.to_thread(ctx.gazetteer)
-    offline_plan = heuristics.plan_retrieval(
-        prompt, classification, today=today, known_entities=known
-    )
+    offline_plan = plan_retrieval(prompt, classification, today=today, known_entities=known)
     wants_store = classification.operations.store and not ctx.read_only
     # Judged even when L1 wants nothing stored: what the verdict is unsure of is kept as a candidate.
     offline_storage = (
