@@ -1,7 +1,7 @@
 """When a session ends: settle the candidates it stored.
 
 Claude Code's SessionEnd hook hands the session over to the service (it gives hooks 1.5 s in all), which
-then writes the uses it noted (`session_start.note_access`; a candidate given often enough is confirmed
+then writes the uses it noted (`uses.note_access`; a candidate given often enough is confirmed
 by use) and merges restatements: a candidate that says again what an ordinary memory says is dropped
 (that memory counts one more use), and of two candidates that say the same thing the older one is
 confirmed and the newer dropped. Dropped means archived, as `memory forget` does: it can be restored.
@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from octygraph.candidates import confirm, is_candidate
-from octygraph.session_start import record_access
 from octygraph.store import AdminStore
 from octygraph.tools.writes import is_restatement
+from octygraph.uses import record_access, write_noted
 
 RESTATEMENT_HITS = 4
 MEMORY_TYPES = ["fact", "opinion", "event", "instruction", "plan"]
@@ -33,7 +33,7 @@ class Settled:
 
 def consolidate(store: AdminStore, session_ids: Iterable[str]) -> Settled:
     """Settle the candidates among `session_ids` (what one session stored); see the module doc."""
-    record_access(store, ())  # the uses noted so far: a candidate given often enough is confirmed
+    write_noted(store)  # the uses noted so far: a candidate given often enough is confirmed
     settled = Settled()
     # Times have one-second resolution: on a tie, what the session stored first is older, and
     # anything from before the session older still.

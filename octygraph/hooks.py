@@ -151,7 +151,7 @@ async def _run(
             # The answer went out long ago: count a use of each memory it gave (ranks the start block).
             try:
                 from octygraph.nodes.assemble import rendered_ids
-                from octygraph.session_start import note_access
+                from octygraph.uses import note_access
 
                 ids = rendered_ids(result.get("sections") or {}, result["context"])
                 await asyncio.to_thread(note_access, store, ids)

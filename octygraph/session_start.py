@@ -13,19 +13,18 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-from octygraph.candidates import confirm, is_candidate
+from octygraph.candidates import is_candidate
 from octygraph.nodes.assemble import SECTION_ORDER, _section, render, rendered_ids
 from octygraph.settings import git_root
 from octygraph.state import Record
 from octygraph.store import GraphStore, Node
-from octygraph.store.model import utcnow
 from octygraph.store.schema import DEFAULT_SCOPE
 from octygraph.tools.ops import to_record
+from octygraph.uses import access_count, write_noted
 
 HEADER = "Standing memories of this project from earlier sessions (octygraph):"
 POOL = 500
@@ -57,11 +56,6 @@ def _days_since(stamp: str | None, today: date) -> float:
     except (TypeError, ValueError):
         return 365.0
     return max(0.0, float((today - when).days))
-
-
-def access_count(node: Node) -> int:
-    value = node.attributes.get("access_count")
-    return value if isinstance(value, int) and value > 0 else 0
 
 
 def _scope(node: Node) -> float:
@@ -189,8 +183,7 @@ def build(
         known: `passages` of the files the session loads; memories they state are left out.
         today: The day recency counts from.
     """
-    if _PENDING.get(store.location):
-        record_access(store, ())  # the uses prompts noted since, so that they rank this block
+    write_noted(store)  # the uses prompts noted since, so that they rank this block
     today = today or datetime.now(UTC).date()
     today_s = today.isoformat()
     nodes = [
@@ -216,48 +209,3 @@ def build(
     ordered = {name: sections[name] for name in SECTION_ORDER if name in sections}
     text = render(ordered, budget, header=HEADER)
     return text, rendered_ids(ordered, text)
-
-
-def record_access(store: GraphStore, ids: Iterable[str]) -> None:
-    """Count one more use (given, or said again) of each memory: `access_count` + 1 and
-    `last_accessed` now, in its attributes; uses noted with `note_access` are written too."""
-    uses = _take_pending(store.location)
-    for node_id in ids:
-        uses[node_id] = uses.get(node_id, 0) + 1
-    now = utcnow()
-    for node in store.get_nodes(list(uses)):
-        count = access_count(node) + uses[node.id]
-        store.set_attributes(node.id, access_count=count, last_accessed=now)
-        if is_candidate(node) and count >= USES_CONFIRM:
-            confirm(store, node.id, "used")
-
-
-USES_CONFIRM = 2
-"""A candidate given or said again this many times is confirmed by use (`octygraph.candidates`)."""
-
-_PENDING: dict[str, dict[str, int]] = {}
-_PENDING_LOCK = threading.Lock()
-MAX_PENDING = 200
-"""Noted uses written at once when this many memories wait (else at the next session start)."""
-
-
-def note_access(store: GraphStore, ids: Iterable[str]) -> None:
-    """Count a use of each memory a prompt was given, written later in one go (`record_access`).
-
-    Every write changes the store's revision, and the resident service's caches of the gazetteer,
-    global rules and keyword pieces are rebuilt on the next prompt: written after each prompt, the
-    counts cost the next one 35 ms at 20,000 memories. They only rank the session-start block, so
-    they are written when the next block is built, or once `MAX_PENDING` memories wait. A service
-    that is killed loses the uses it had not written yet."""
-    with _PENDING_LOCK:
-        uses = _PENDING.setdefault(store.location, {})
-        for node_id in ids:
-            uses[node_id] = uses.get(node_id, 0) + 1
-        full = len(uses) >= MAX_PENDING
-    if full:
-        record_access(store, ())
-
-
-def _take_pending(location: str) -> dict[str, int]:
-    with _PENDING_LOCK:
-        return _PENDING.pop(location, {})

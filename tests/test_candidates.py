@@ -17,9 +17,9 @@ from octygraph.judgement.relevance import MemoryText, relevance_model
 from octygraph.judgement.storage import filter_storage
 from octygraph.nodes.assemble import CANDIDATE_RELEVANCE
 from octygraph.services import open_store
-from octygraph.session_start import USES_CONFIRM, record_access
 from octygraph.settings import Settings
 from octygraph.store import Node
+from octygraph.uses import USES_CONFIRM, record_access
 from tests.conftest import run_cli
 from tests.test_hooks import hook
 from tests.test_session_start import claude_dir, nodes, prompt, records, start

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from octygraph import local_vectors as vectors
 from octygraph.embeddings import local_embeddings
-from octygraph.judgement import vectors
 from octygraph.service.pool import StorePool
 from octygraph.services import open_store
 from octygraph.settings import Settings

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from octygraph import session_start
+from octygraph import session_start, uses
 from octygraph.services import open_store
 from octygraph.settings import Settings
 from octygraph.store import MemoryStore, Node
@@ -191,8 +191,8 @@ def test_prompt_uses_wait_in_memory_until_the_next_block(store: MemoryStore) -> 
 
     node = review.remember(store, RULE, node_type="instruction", subtype="rule", scope=1.0)
     before = store.revision()
-    session_start.note_access(store, [node.id])
-    session_start.note_access(store, [node.id])
+    uses.note_access(store, [node.id])
+    uses.note_access(store, [node.id])
     # Nothing written yet: the service's caches, keyed on the revision, stay valid.
     assert store.revision() == before
     assert "access_count" not in store.get_nodes([node.id])[0].attributes

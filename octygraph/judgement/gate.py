@@ -29,7 +29,7 @@ from octygraph.judgement.linear import (
 from octygraph.judgement.ngrams import hashed_ngrams
 from octygraph.judgement.segments import Segment, segments
 from octygraph.judgement.shape import shape_features
-from octygraph.judgement.vectors import cached_local_embed
+from octygraph.local_vectors import cached_local_embed
 
 GATE_FILE: Final = "storage_gate.npz"
 KINDS: Final = ("rule", "preference", "fact", "decision", "plan")

@@ -23,7 +23,7 @@ from octygraph.heuristics.text import content_stems
 from octygraph.judgement.linear import Logistic, load_logistic, model_arrays
 from octygraph.judgement.segments import segments
 from octygraph.judgement.topics import TOPICS, topic_spread
-from octygraph.judgement.vectors import cached_local_embed
+from octygraph.local_vectors import cached_local_embed
 
 RELEVANCE_FILE: Final = "relevance.npz"
 MAX_PROMPT_SEGMENTS: Final = 16

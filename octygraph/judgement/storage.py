@@ -35,13 +35,13 @@ from octygraph.heuristics.storage import dangles, recorded_rules, refusal, verdi
 from octygraph.heuristics.text import WORD, rx
 from octygraph.judgement.gate import Judged, storage_gate
 from octygraph.judgement.standalone import project_statement, standalone
-from octygraph.judgement.vectors import cached_local_embed
 from octygraph.judgement.verdict import (
     SegmentView,
     message_vector,
     storage_verdict,
     verdict_features,
 )
+from octygraph.local_vectors import cached_local_embed
 from octygraph.models import Classification, NodeType, StorageDecision, StorageItem
 
 MAX_ITEMS: Final = 10

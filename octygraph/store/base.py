@@ -16,6 +16,7 @@ from typing import Any, Self
 
 import numpy as np
 
+from octygraph.local_vectors import cached_local_embed
 from octygraph.store.model import (
     EDGE_COLS,
     NODE_SELECT,
@@ -423,8 +424,6 @@ class StoreBase(VersionedStore):
         if isinstance(self.embedder, LocalEmbeddings) and self.embedder is local_embeddings():
             # The relevance and storage judges embed the prompt with the same model: one shared
             # cache computes it once (a text's vector is the same in any batch, bit for bit).
-            from octygraph.judgement.vectors import cached_local_embed
-
             vec = cached_local_embed([query])[0]
         else:
             vec = self.embedder.embed_array([query])[0]

@@ -18,6 +18,7 @@ from octygraph.heuristics.secrets import is_secret_name
 from octygraph.models import DEFAULT_SUBTYPE, SUBTYPES
 from octygraph.store import GraphStore, Node, StoreError
 from octygraph.tools.ops import ToolResult, to_record
+from octygraph.uses import record_access
 
 RUN = "run"
 """The attribute naming the run (its trace id) that last wrote a memory: that run's own retrieval, which
@@ -181,7 +182,6 @@ def store_memory(
     for hit in store.search(clean, types=[node_type], limit=3, mode="vector"):
         if is_restatement(clean, hit.node.content, hit.cosine):
             existing = hit.node
-            from octygraph.session_start import record_access  # not at import: it needs the nodes
 
             record_access(store, [existing.id])  # said again: it matters (ranks the start block)
             promoted = confirm(store, existing.id, "restated")
