@@ -32,8 +32,9 @@ PACKAGE = "octygraph"
 LAYERS: list[tuple[str, ...]] = [
     # text and file utilities, settings, a session's ledger
     ("__init__", "utf8", "private", "setting_table", "settings", "sessions"),
-    # embeddings, then the stores (SQLite, PostgreSQL); the store's schema is the memory's vocabulary
-    ("embeddings",),
+    # embeddings (and the local model's cached vectors), then the stores (SQLite, PostgreSQL); the
+    # store's schema is the memory's vocabulary
+    ("embeddings", "local_vectors"),
     ("store",),
     # the LLM-facing shapes of that vocabulary, then judgement of text: rules, then learned models
     ("models",),
@@ -42,9 +43,9 @@ LAYERS: list[tuple[str, ...]] = [
     # opening stores, whole-store formats, traces, checkpoints, the runs in flight
     ("services", "profiles", "persistence", "checkpoint_buffer", "inflight", "traces"),
     ("transfer",),
-    # memories' life cycle over the store, and reviewing it by hand
+    # memories' life cycle over the store (candidates, uses, retention), and reviewing it by hand
     ("candidates", "feedback", "retention"),
-    ("review", "candidate_review", "learning"),
+    ("uses", "review", "candidate_review", "learning"),
     # Claude Code's formats, its manifest of stored memories and its installation
     ("claude",),
     # language models and what is said to them
