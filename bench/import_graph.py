@@ -30,8 +30,8 @@ PACKAGE = "octygraph"
 
 # The intended order, bottom to top: a part may import parts of its own layer or below, never above.
 LAYERS: list[tuple[str, ...]] = [
-    # text and file utilities, settings, a session's ledger
-    ("__init__", "utf8", "private", "setting_table", "settings", "sessions"),
+    # text utilities and settings (environment variables, their table, private files)
+    ("__init__", "utf8", "config"),
     # embeddings (and the local model's cached vectors), then the stores (SQLite, PostgreSQL); the
     # store's schema is the memory's vocabulary
     ("embeddings", "local_vectors"),
@@ -40,29 +40,27 @@ LAYERS: list[tuple[str, ...]] = [
     ("models",),
     ("heuristics",),
     ("judgement",),
-    # opening stores, whole-store formats, traces, checkpoints, the runs in flight
-    ("services", "profiles", "persistence", "checkpoint_buffer", "inflight", "traces"),
+    # opening stores, named databases, whole-store formats
+    ("services", "profiles"),
     ("transfer",),
-    # memories' life cycle over the store (candidates, uses, retention), and reviewing it by hand
-    ("candidates", "feedback", "retention"),
+    # memories' life cycle over the store (candidates, uses), and reviewing it by hand
+    ("candidates", "feedback"),
     ("uses", "review", "candidate_review", "learning"),
     # Claude Code's formats, its manifest of stored memories and its installation
     ("claude",),
-    # language models and what is said to them
-    ("llm", "prompts"),
-    # a run: its state and context, the tools and nodes, the graph and what runs it
-    ("state", "context"),
-    ("tools",),
-    ("nodes",),
-    ("session_start", "graph"),
-    ("consolidation", "runner", "store_lease", "run_bookkeeping"),
-    ("resume",),
-    # the resident service, and the hooks Claude Code runs (through the service, or in-process)
-    ("service",),
+    # language models
+    ("llm",),
+    # one run of the pipeline: state, context, nodes, tools, graph, runner, checkpoints and traces
+    ("pipeline",),
+    # what a session is given at its start, and settled at its end
+    ("session_start", "consolidation"),
+    # the hooks Claude Code runs, then the resident service that runs them (or the hook process
+    # runs them itself when no service answers)
     ("hooks",),
+    ("service",),
     # the user interfaces and the command line
-    ("mcp_server", "ui", "doctor"),
-    ("cli_guard", "cli"),
+    ("mcp_server", "ui"),
+    ("cli",),
     ("entry", "__main__"),
 ]
 

@@ -2,7 +2,7 @@
 
 The prompt hook is a new process on every prompt: what it imports before it can hand the payload to the
 resident service (`octygraph.entry` and `octygraph.service.client`) is paid on every prompt. The graph
-(`octygraph.graph`, which pulls in LangGraph, LangChain and the models) is paid once per service start,
+(`octygraph.pipeline.graph`, which pulls in LangGraph, LangChain and the models) is paid once per service start,
 or by a hook that runs in-process.
 
 Each figure is the median over `--runs` fresh interpreters of the cumulative import time the interpreter
@@ -31,7 +31,7 @@ TARGETS: dict[str, list[str]] = {
         "octygraph.entry",
         "octygraph.service.client",
     ],
-    "graph (octygraph.graph)": ["octygraph.graph"],
+    "graph (octygraph.pipeline.graph)": ["octygraph.pipeline.graph"],
 }
 
 

@@ -47,19 +47,19 @@ from langchain_core.messages import (  # noqa: E402
 )
 from pydantic import BaseModel  # noqa: E402
 
-from octygraph import prompts  # noqa: E402
-from octygraph.context import Context  # noqa: E402
+from octygraph.config.settings import Settings  # noqa: E402
 from octygraph.embeddings import local_embeddings  # noqa: E402
-from octygraph.graph import NODE_NAMES  # noqa: E402
 from octygraph.heuristics.classify import classify  # noqa: E402
 from octygraph.heuristics.plan import plan_retrieval  # noqa: E402
 from octygraph.judgement.storage import filter_storage, has_durable  # noqa: E402
 from octygraph.llm.usage import UsageTracker  # noqa: E402
 from octygraph.models import InstructionList  # noqa: E402
-from octygraph.nodes.plan import split_instructions  # noqa: E402
+from octygraph.pipeline import prompts  # noqa: E402
+from octygraph.pipeline.context import Context  # noqa: E402
+from octygraph.pipeline.graph import NODE_NAMES  # noqa: E402
+from octygraph.pipeline.nodes.plan import split_instructions  # noqa: E402
+from octygraph.pipeline.runner import RunOptions, run_prompt  # noqa: E402
 from octygraph.profiles.manager import build_database, builtin_graph  # noqa: E402
-from octygraph.runner import RunOptions, run_prompt  # noqa: E402
-from octygraph.settings import Settings  # noqa: E402
 from octygraph.store import MemoryStore  # noqa: E402
 from tests.fakes import ScriptedChatModel, tool_calls_message  # noqa: E402
 

@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from octygraph.config.settings import Settings  # noqa: E402
 from octygraph.embeddings import local_embeddings  # noqa: E402
-from octygraph.runner import RunOptions, run_prompt  # noqa: E402
-from octygraph.settings import Settings  # noqa: E402
+from octygraph.pipeline.runner import RunOptions, run_prompt  # noqa: E402
 from octygraph.store import Embedder, GraphStore, MemoryStore  # noqa: E402
 
 SCENARIOS_FILE = Path(__file__).with_name("scenarios.yaml")

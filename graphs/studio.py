@@ -19,10 +19,10 @@ from langgraph.graph import StateGraph
 from pydantic import ConfigDict
 from pydantic.json_schema import SkipJsonSchema
 
-from octygraph.context import Context
-from octygraph.graph import build_graph
+from octygraph.config.settings import Settings
 from octygraph.llm.usage import UsageTracker
-from octygraph.settings import Settings
+from octygraph.pipeline.context import Context
+from octygraph.pipeline.graph import build_graph
 from octygraph.store import GraphStore
 
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from octygraph.candidates import confirm, is_candidate
+from octygraph.pipeline.tools.writes import is_restatement
 from octygraph.store import AdminStore
-from octygraph.tools.writes import is_restatement
 from octygraph.uses import record_access, write_noted
 
 RESTATEMENT_HITS = 4

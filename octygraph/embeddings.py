@@ -20,7 +20,7 @@ from langchain_core.embeddings import Embeddings
 from octygraph.utf8 import valid_text
 
 if TYPE_CHECKING:
-    from octygraph.settings import Settings
+    from octygraph.config.settings import Settings
 
 LOCAL_MODEL_ID = "all-MiniLM-L6-v2/int8-onnx"
 LOCAL_DIM = 384

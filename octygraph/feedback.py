@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, Literal
 
+from octygraph.config.private import private_mkdir
+from octygraph.config.settings import Settings
 from octygraph.heuristics.safety import redact_secrets
-from octygraph.private import private_mkdir
-from octygraph.settings import Settings
 from octygraph.store import Node
 
 Action = Literal["approve", "edit", "forget"]

@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from octygraph.claude import hook_io, modes
-from octygraph.private import private_mkdir
-from octygraph.run_bookkeeping import after_run
-from octygraph.sessions import SessionLog
-from octygraph.settings import Settings, is_folder
-from octygraph.store_lease import StoreLease, open_store_for_run
+from octygraph.config.private import private_mkdir
+from octygraph.config.settings import Settings, is_folder
+from octygraph.pipeline.run_bookkeeping import after_run
+from octygraph.pipeline.sessions import SessionLog
+from octygraph.pipeline.store_lease import StoreLease, open_store_for_run
 
 if TYPE_CHECKING:
-    from octygraph.runner import CheckpointerLease, OnAnswer
+    from octygraph.pipeline.runner import CheckpointerLease, OnAnswer
 
 log = logging.getLogger("octygraph.hooks")
 
@@ -84,7 +84,7 @@ def _record_failure(
     try:
         if settings is None:
             settings = Settings.from_env(env=env)
-        from octygraph.traces import new_trace_id, write_trace
+        from octygraph.pipeline.traces import new_trace_id, write_trace
 
         paths = settings.paths
         private_mkdir(paths.debug_dir)
@@ -129,7 +129,7 @@ async def _run(
     checkpointers: CheckpointerLease | None = None,
 ) -> dict[str, Any]:
     from octygraph.llm.errors import LLMConfigError
-    from octygraph.runner import RunOptions, run_prompt
+    from octygraph.pipeline.runner import RunOptions, run_prompt
 
     async with stores(settings) as store:
         options = RunOptions(
@@ -150,7 +150,7 @@ async def _run(
         if not store_only and result.get("context"):
             # The answer went out long ago: count a use of each memory it gave (ranks the start block).
             try:
-                from octygraph.nodes.assemble import rendered_ids
+                from octygraph.pipeline.nodes.assemble import rendered_ids
                 from octygraph.uses import note_access
 
                 ids = rendered_ids(result.get("sections") or {}, result["context"])
@@ -283,7 +283,7 @@ async def _prompt(
     )
     notice = ""
     if early.get("notice") or _read_only(settings):
-        from octygraph.runner import read_only_notice
+        from octygraph.pipeline.runner import read_only_notice
 
         notice = read_only_notice(settings)
 

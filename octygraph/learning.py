@@ -38,6 +38,7 @@ from typing import Final
 
 import numpy as np
 
+from octygraph.config.private import private_mkdir
 from octygraph.feedback import Example
 from octygraph.judgement.linear import Logistic, save_logistic
 from octygraph.judgement.verdict import (
@@ -46,7 +47,6 @@ from octygraph.judgement.verdict import (
     shipped_digest,
     user_verdict_path,
 )
-from octygraph.private import private_mkdir
 
 MIN_EXAMPLES: Final = 20
 """Fewer examples than this say too little to move a layer fitted on thousands of prompts."""

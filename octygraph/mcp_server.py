@@ -14,7 +14,7 @@ from mcp.server.fastmcp import FastMCP
 
 from octygraph import review
 from octygraph.candidates import is_candidate
-from octygraph.settings import Settings
+from octygraph.config.settings import Settings
 from octygraph.store import NODE_TYPES, AdminStore, Node
 
 INSTRUCTIONS = (

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from octygraph.config.settings import Settings
 from octygraph.embeddings import make_embeddings
-from octygraph.settings import Settings
 from octygraph.store import AdminStore
 from octygraph.store.backends import open_backend
 

@@ -18,12 +18,12 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from octygraph.candidates import is_candidate
-from octygraph.nodes.assemble import SECTION_ORDER, _section, render, rendered_ids
-from octygraph.settings import git_root
-from octygraph.state import Record
+from octygraph.config.settings import git_root
+from octygraph.pipeline.nodes.assemble import SECTION_ORDER, _section, render, rendered_ids
+from octygraph.pipeline.state import Record
+from octygraph.pipeline.tools.ops import to_record
 from octygraph.store import GraphStore, Node
 from octygraph.store.schema import DEFAULT_SCOPE
-from octygraph.tools.ops import to_record
 from octygraph.uses import access_count, write_noted
 
 HEADER = "Standing memories of this project from earlier sessions (octygraph):"

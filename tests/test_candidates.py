@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from octygraph import candidates, review
+from octygraph.config.settings import Settings
 from octygraph.judgement.relevance import MemoryText, relevance_model
 from octygraph.judgement.storage import filter_storage
-from octygraph.nodes.assemble import CANDIDATE_RELEVANCE
+from octygraph.pipeline.nodes.assemble import CANDIDATE_RELEVANCE
 from octygraph.services import open_store
-from octygraph.settings import Settings
 from octygraph.store import Node
 from octygraph.uses import USES_CONFIRM, record_access
 from tests.conftest import run_cli

@@ -10,11 +10,11 @@ from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from octygraph.checkpoint_buffer import WriteBehindSaver
-from octygraph.persistence import make_serde
-from octygraph.runner import RunOptions, checkpoint_steps, replay, run_prompt
+from octygraph.config.settings import Settings
+from octygraph.pipeline.checkpoint_buffer import WriteBehindSaver
+from octygraph.pipeline.persistence import make_serde
+from octygraph.pipeline.runner import RunOptions, checkpoint_steps, replay, run_prompt
 from octygraph.services import open_store
-from octygraph.settings import Settings
 
 
 def _rows(db: Path, thread_id: str, retrieve: bool) -> int:

@@ -21,8 +21,8 @@ from octygraph.claude.install import (
     quote_for_sh,
     uninstall,
 )
+from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings
-from octygraph.settings import Settings
 from octygraph.store import MemoryStore
 
 ORIGINAL_SETTINGS: dict[str, Any] = {
@@ -324,7 +324,7 @@ def test_uninstall_without_record_removes_hooks_by_shape(tmp_path: Path, exe: Pa
 
 
 def test_default_project_id_is_the_git_root_or_claude_project_dir(tmp_path: Path) -> None:
-    from octygraph.settings import default_project_id
+    from octygraph.config.settings import default_project_id
 
     repo = tmp_path / "shop-repo"
     sub = repo / "services" / "billing"

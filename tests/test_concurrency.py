@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from octygraph import hooks
+from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings
-from octygraph.settings import Settings
 from octygraph.store import MemoryStore, StoreError
 
 

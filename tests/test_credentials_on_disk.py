@@ -17,8 +17,8 @@ from typing import NamedTuple
 import pytest
 
 from octygraph import hooks
+from octygraph.config.settings import Settings
 from octygraph.heuristics.secrets import is_secret_name, redact_secrets
-from octygraph.settings import Settings
 from octygraph.store import MemoryStore
 from tests.security_corpus import Secret
 from tests.test_security import cli, leaks, prompt_payload, stop_payload

@@ -97,7 +97,7 @@ def _deep_folder(root: Path) -> Path:
 
 
 def test_ordinary_project_ids_are_unchanged_and_long_ones_short_and_stable() -> None:
-    from octygraph.settings import sanitize_project_id
+    from octygraph.config.settings import sanitize_project_id
 
     assert sanitize_project_id("my-project") == "my-project"
     assert sanitize_project_id("Acme Billing (v2)") == "Acme-Billing--v2"

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from octygraph.config.settings import Settings
 from octygraph.llm.resilient import CIRCUIT
-from octygraph.runner import RunOptions, make_context, run_prompt
-from octygraph.settings import Settings
+from octygraph.pipeline.runner import RunOptions, make_context, run_prompt
 from octygraph.store import MemoryStore
 from tests.conftest import cli_json, run_cli
 from tests.llm_server import (
@@ -142,8 +142,8 @@ def test_invalid_tool_arguments_from_the_retrieve_agent_are_named_in_the_trace(
     """The model answers classification and planning well, then calls its tools with arguments that are
     not JSON and with a required one missing: the run answers from the plan's searches in time, and each
     broken call is a trace record naming the fault."""
-    from octygraph import prompts
     from octygraph.models import Classification, EntityMention, Operations
+    from octygraph.pipeline import prompts
 
     store.add_node("fact", MEMORY)
     ask = Classification(

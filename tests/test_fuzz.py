@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from octygraph import hooks
 from octygraph.cli import app
-from octygraph.cli_guard import run
+from octygraph.cli.guard import run
 
 FUZZ = settings(
     max_examples=int(os.environ.get("OCTY_FUZZ_EXAMPLES", "25")),

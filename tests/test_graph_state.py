@@ -6,12 +6,12 @@ from __future__ import annotations
 import dataclasses
 from datetime import date
 
-from octygraph.context import Context
-from octygraph.graph import retrieve_half
-from octygraph.nodes.assemble import collect
+from octygraph.pipeline.context import Context
+from octygraph.pipeline.graph import retrieve_half
+from octygraph.pipeline.nodes.assemble import collect
+from octygraph.pipeline.tools import writes
+from octygraph.pipeline.tools.writes import RUN, written_by
 from octygraph.store import MemoryStore
-from octygraph.tools import writes
-from octygraph.tools.writes import RUN, written_by
 
 TODAY = date(2026, 11, 16)
 PROMPT = "Who handles the Anderson account?"

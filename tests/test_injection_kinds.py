@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from octygraph import hooks
 from octygraph.cli import app
+from octygraph.config.settings import Settings
 from octygraph.embeddings import local_embeddings
 from octygraph.heuristics.intent import injection_reason
-from octygraph.settings import Settings
 from octygraph.store import MemoryStore
 from tests.injection_kinds import BENIGN_TUNING, HELD_OUT, HELD_OUT_BENIGN, KINDS, TUNING
 
@@ -107,9 +107,9 @@ def test_every_look_alike_rule_is_stored(home: Path, monkeypatch: pytest.MonkeyP
     """
     stored = {t for t in BENIGN if _run(t)["stored"]}
     assert len(stored) >= 30
-    from octygraph import runner
     from octygraph.heuristics import analysis
-    from octygraph.tools import writes
+    from octygraph.pipeline import runner
+    from octygraph.pipeline.tools import writes
 
     monkeypatch.setattr(runner, "injection_reason", _not_judged)
     monkeypatch.setattr(writes, "injection_reason", _not_judged)

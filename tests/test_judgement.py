@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from octygraph.config.settings import Settings
 from octygraph.heuristics.storage import recorded_rules
 from octygraph.judgement.decoration import strip_decoration
 from octygraph.judgement.gate import Judged, judged_segments, storage_gate
@@ -23,10 +24,9 @@ from octygraph.judgement.relevance import MemoryText, relevance_model
 from octygraph.judgement.segments import segments
 from octygraph.judgement.standalone import standalone
 from octygraph.judgement.storage import MAX_REPLY_ITEMS, filter_storage
-from octygraph.runner import RunOptions, run_prompt
+from octygraph.pipeline.runner import RunOptions, run_prompt
+from octygraph.pipeline.tools.writes import is_restatement, key_tokens
 from octygraph.services import open_store
-from octygraph.settings import Settings
-from octygraph.tools.writes import is_restatement, key_tokens
 from training.common import held_out, read_jsonl
 
 TRAINING = Path(__file__).resolve().parent.parent / "training"

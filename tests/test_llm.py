@@ -34,6 +34,7 @@ from llm_server import (
 )
 from pydantic import BaseModel
 
+from octygraph.config.settings import Settings
 from octygraph.llm import (
     LLMConfigError,
     LLMUnavailable,
@@ -48,7 +49,6 @@ from octygraph.llm.deadline import DEADLINE_KEY
 from octygraph.llm.factory import DEFAULT_FALLBACK_MODEL
 from octygraph.llm.resilient import CIRCUIT
 from octygraph.llm.wrangler import read_wrangler_token, wrangler_config_paths
-from octygraph.settings import Settings
 
 BASE = 0.01  # first retry delay in these tests
 

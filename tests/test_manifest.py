@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from octygraph.claude import manifest, modes
-from octygraph.settings import Settings
+from octygraph.config.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 

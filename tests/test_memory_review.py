@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings
 from octygraph.profiles import build_database, small_baseline_graph
-from octygraph.settings import Settings
 from octygraph.store import MemoryStore, Node
 from tests.conftest import cli_json, run_cli
 

@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-from octygraph import prompts
-from octygraph.context import Context
+from octygraph.config.settings import Settings
 from octygraph.llm.usage import UsageTracker
 from octygraph.models import (
     Classification,
@@ -32,8 +31,9 @@ from octygraph.models import (
     StorageDecision,
     StorageItem,
 )
-from octygraph.runner import RunOptions, make_context, run_prompt
-from octygraph.settings import Settings
+from octygraph.pipeline import prompts
+from octygraph.pipeline.context import Context
+from octygraph.pipeline.runner import RunOptions, make_context, run_prompt
 from octygraph.store import MemoryStore
 from tests.conftest import cli_json
 from tests.fakes import ParseFailure, ScriptedChatModel, tool_calls_message
@@ -326,7 +326,7 @@ def test_endless_store_calls_are_cut_at_eight_turns(home: Path, store: MemorySto
 def test_slow_tool_is_cut_by_the_timeout(
     home: Path, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from octygraph.tools import ops
+    from octygraph.pipeline.tools import ops
 
     store.add_node(
         "instruction", "Always run the tests before deploying", subtype="rule", scope=1.0
@@ -470,7 +470,7 @@ def test_server_errors_on_every_call_keep_the_memory_and_report_offline(
 def test_the_answer_does_not_wait_for_the_store_half(
     home: Path, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from octygraph.tools import writes
+    from octygraph.pipeline.tools import writes
 
     store.add_node("fact", "Peter handles the Anderson account")
     real = writes.store_memory

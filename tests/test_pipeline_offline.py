@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from octygraph.runner import RunOptions, checkpoint_steps, replay, run_prompt
+from octygraph.config.settings import Settings
+from octygraph.pipeline.runner import RunOptions, checkpoint_steps, replay, run_prompt
 from octygraph.services import open_store
-from octygraph.settings import Settings
 from tests.conftest import cli_json, run_cli
 
 

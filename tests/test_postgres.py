@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings
-from octygraph.settings import Settings
 from octygraph.store import MemoryStore, NewNode, StoreError
 from octygraph.store.pg_schema import HNSW_PARTITIONS, vector_index_ddl
 

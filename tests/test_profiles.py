@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import sqlean
 
+from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings
 from octygraph.profiles import (
     DEFAULT_ANCHOR,
@@ -25,7 +26,6 @@ from octygraph.profiles import (
     small_baseline_graph,
     write_graph,
 )
-from octygraph.settings import Settings
 from octygraph.store import NODE_TYPES, MemoryStore, NewNode
 from tests.conftest import cli_json, run_cli
 

@@ -424,7 +424,7 @@ def test_an_unusable_octybot_home_does_not_block_the_prompt(
     world = make_claude(tmp_path, api, client)
     command, notes = recording_octygraph(tmp_path / "recording")
     from octygraph.claude.install import install
-    from octygraph.settings import Settings
+    from octygraph.config.settings import Settings
 
     settings = Settings.from_env(
         env={"OCTYBOT_HOME": str(world.octy_home)}, cwd=world.project, project_id="proj"
@@ -457,7 +457,7 @@ def test_a_failing_octygraph_executable_does_not_block_the_prompt(
     broken.write_text("#!/bin/sh\necho 'Traceback: something is broken' >&2\nexit 1\n")
     broken.chmod(0o755)
     from octygraph.claude.install import install
-    from octygraph.settings import Settings
+    from octygraph.config.settings import Settings
 
     settings = Settings.from_env(
         env={"OCTYBOT_HOME": str(world.octy_home)}, cwd=world.project, project_id="proj"

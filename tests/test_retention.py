@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from octygraph.cli import app
-from octygraph.retention import prune, prune_if_due
-from octygraph.runner import RunOptions, run_prompt
+from octygraph.config.settings import Settings
+from octygraph.pipeline.retention import prune, prune_if_due
+from octygraph.pipeline.runner import RunOptions, run_prompt
 from octygraph.services import open_store
-from octygraph.settings import Settings
 from octygraph.store.checkpoints import checkpoint_threads
 
 
@@ -74,7 +74,7 @@ def test_runs_prune_once_over_the_limit(home: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_prune_keeps_the_checkpoints_of_runs_in_flight(home: Path) -> None:
-    from octygraph import inflight
+    from octygraph.pipeline import inflight
 
     settings = Settings.from_env()
     ids = _runs(settings, 4)

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from octygraph.nodes import safety_nets
-from octygraph.nodes.safety_nets import _global_instructions
-from octygraph.runner import RunOptions, run_prompt
+from octygraph.config.settings import Settings
+from octygraph.pipeline.nodes import safety_nets
+from octygraph.pipeline.nodes.safety_nets import _global_instructions
+from octygraph.pipeline.runner import RunOptions, run_prompt
+from octygraph.pipeline.traces import load_trace
 from octygraph.services import open_store
-from octygraph.settings import Settings
-from octygraph.traces import load_trace
 
 
 def _contents(store: object) -> set[str]:

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from octygraph import hooks
 from octygraph.cli import app
-from octygraph.settings import Settings
+from octygraph.config.settings import Settings
 from octygraph.store import MemoryStore
 from tests.security_corpus import Secret, messages, secrets
 
@@ -148,9 +148,9 @@ def _run_all(texts: tuple[str, ...], *, source: str) -> list[dict[str, object]]:
     """Run every text through the offline pipeline (as the user, or as the Stop hook); their traces."""
     import asyncio
 
-    from octygraph.runner import RunOptions, run_prompt
+    from octygraph.pipeline.runner import RunOptions, run_prompt
+    from octygraph.pipeline.traces import load_trace
     from octygraph.services import open_store
-    from octygraph.traces import load_trace
 
     settings = Settings.from_env()
     traces = []

@@ -490,8 +490,8 @@ def test_protocol_frames_and_socket_paths(tmp_path: Path) -> None:
 
 
 def test_health_of_a_home_without_service(tmp_path: Path) -> None:
+    from octygraph.config.settings import Settings
     from octygraph.service import service_health
-    from octygraph.settings import Settings
 
     settings = Settings.from_env(env={"OCTYBOT_HOME": str(tmp_path / "h")}, cwd=tmp_path)
     health = service_health(settings)
@@ -754,8 +754,8 @@ def test_read_only_home_returns_at_once_and_tells_the_user_once(env: Env) -> Non
 
 
 def test_settings_table_drives_settings_and_protocol(tmp_path: Path) -> None:
-    from octygraph import setting_table as table
-    from octygraph.settings import Settings, SettingsError
+    from octygraph.config import setting_table as table
+    from octygraph.config.settings import Settings, SettingsError
 
     defaults = Settings.from_env(env={}, cwd=tmp_path)
     assert defaults.max_turns == table.default("OCTY_MAX_TURNS") == 8

@@ -6,10 +6,10 @@ import asyncio
 import os
 from pathlib import Path
 
+from octygraph.config.settings import Settings
 from octygraph.service.checkpointers import CheckpointerPool
 from octygraph.service.kept_files import max_open_stores
 from octygraph.service.pool import StorePool
-from octygraph.settings import Settings
 
 
 def _fds() -> int:

@@ -8,11 +8,11 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from octygraph import inflight
-from octygraph.runner import RunOptions, run_prompt
+from octygraph.config.settings import Settings
+from octygraph.pipeline import inflight
+from octygraph.pipeline.runner import RunOptions, run_prompt
 from octygraph.service.checkpointers import CheckpointerPool
 from octygraph.services import open_store
-from octygraph.settings import Settings
 
 
 def _threads(db: Path) -> set[str]:

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from octygraph import inflight
-from octygraph.settings import Settings
+from octygraph.config.settings import Settings
+from octygraph.pipeline import inflight
 from tests.llm_server import Reply, openai_server, tool_reply
 from tests.test_pipeline_llm import tell_and_ask
 from tests.test_service import Env, _nodes, env  # noqa: F401  (env: the fixture)
@@ -147,8 +147,8 @@ def test_finished_runs_and_corrupt_records_are_not_resumed(env: Env) -> None:  #
 
 
 def test_a_run_resumed_too_often_is_dropped_with_a_note(home: Path) -> None:
-    from octygraph.resume import MAX_ATTEMPTS, resume_unfinished
-    from octygraph.store_lease import open_store_for_run
+    from octygraph.pipeline.store_lease import open_store_for_run
+    from octygraph.service.resume import MAX_ATTEMPTS, resume_unfinished
 
     settings = Settings.from_env()
     record = inflight.RunRecord(
@@ -176,8 +176,8 @@ def test_a_run_resumed_too_often_is_dropped_with_a_note(home: Path) -> None:
 def test_running_the_store_half_again_stores_nothing_twice(home: Path) -> None:
     """What a resume re-runs (a node cut off after its write, before its checkpoint) is harmless: here the
     whole store half of a finished run runs again, forked from the checkpoint before it."""
-    from octygraph.persistence import checkpointer_for
-    from octygraph.runner import RunOptions, make_context, run_prompt, with_checkpointer
+    from octygraph.pipeline.persistence import checkpointer_for
+    from octygraph.pipeline.runner import RunOptions, make_context, run_prompt, with_checkpointer
     from octygraph.services import open_store
 
     settings = Settings.from_env()

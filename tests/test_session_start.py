@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from octygraph import session_start, uses
+from octygraph.config.settings import Settings
 from octygraph.services import open_store
-from octygraph.settings import Settings
 from octygraph.store import MemoryStore, Node
 from tests.conftest import run_cli
 from tests.test_hooks import hook, prompt_payload

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from octygraph.config.settings import Settings
 from octygraph.services import open_store
-from octygraph.settings import Settings
 
 
 class Undo(Exception):

@@ -29,8 +29,7 @@ from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
 from langchain_core.tracers.schemas import Run
 from langsmith import utils as ls_utils
 
-from octygraph import prompts
-from octygraph.context import Context
+from octygraph.config.settings import Settings
 from octygraph.llm.usage import UsageTracker
 from octygraph.models import (
     Classification,
@@ -41,8 +40,9 @@ from octygraph.models import (
     SearchStep,
     StorageDecision,
 )
-from octygraph.runner import RunOptions, run_prompt
-from octygraph.settings import Settings
+from octygraph.pipeline import prompts
+from octygraph.pipeline.context import Context
+from octygraph.pipeline.runner import RunOptions, run_prompt
 from octygraph.store import MemoryStore
 from tests.fakes import ScriptedChatModel, tool_calls_message
 

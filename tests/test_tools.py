@@ -11,13 +11,17 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage
 
-from octygraph.context import Context
 from octygraph.heuristics.classify import classify
 from octygraph.heuristics.plan import plan_retrieval
 from octygraph.models import RETRIEVE_TOOLS, RetrievalPlan, SearchStep
-from octygraph.nodes.loops import retrieve_subgraph, run_fixed_plan, run_loop, store_subgraph
-from octygraph.store import MemoryStore
-from octygraph.tools.registry import (
+from octygraph.pipeline.context import Context
+from octygraph.pipeline.nodes.loops import (
+    retrieve_subgraph,
+    run_fixed_plan,
+    run_loop,
+    store_subgraph,
+)
+from octygraph.pipeline.tools.registry import (
     INVALID_ARGUMENTS,
     PLAN_TOOLS,
     REGISTRY,
@@ -25,6 +29,7 @@ from octygraph.tools.registry import (
     UNKNOWN_TOOL,
     tools_for,
 )
+from octygraph.store import MemoryStore
 from tests.fakes import ScriptedChatModel, tool_calls_message
 
 # One plan step per tool the offline plan can run, each of which finds something in `memories`.

@@ -9,7 +9,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from octygraph import review
-from octygraph.settings import Settings
+from octygraph.config.settings import Settings
 from octygraph.store import MemoryStore
 from octygraph.ui.app import COOKIE, create_app
 
@@ -74,7 +74,7 @@ def test_every_page_renders_and_forms_change_memory(client: TestClient, store: M
 
 
 def test_usage_adds_up_llm_calls_tokens_and_cost_per_day(client: TestClient) -> None:
-    from octygraph.traces import write_trace
+    from octygraph.pipeline.traces import write_trace
     from octygraph.ui.views import read_traces, usage_by_day
 
     debug = Settings.from_env().paths.debug_dir

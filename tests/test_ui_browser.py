@@ -20,8 +20,8 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from octygraph import review
 from octygraph.candidates import candidate_attributes
+from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings
-from octygraph.settings import Settings
 from octygraph.store import MemoryStore
 from tests.test_real_claude import REPO
 

@@ -10,7 +10,7 @@ from starlette.testclient import TestClient
 
 from octygraph import feedback
 from octygraph.candidates import candidate_attributes, is_candidate
-from octygraph.settings import Settings
+from octygraph.config.settings import Settings
 from octygraph.store import MemoryStore
 from octygraph.ui.app import COOKIE, create_app
 

@@ -21,7 +21,7 @@ from octygraph.claude.usage_report import (
     report_usage,
     spawn_report,
 )
-from octygraph.settings import Settings
+from octygraph.config.settings import Settings
 
 PAYLOAD: dict[str, Any] = {
     "project": "my-proj",

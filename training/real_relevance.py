@@ -38,7 +38,7 @@ from octygraph.judgement.relevance import (
 )
 from octygraph.judgement.segments import segments
 from octygraph.judgement.topics import TOPICS
-from octygraph.nodes.assemble import MAX_RECORDS
+from octygraph.pipeline.nodes.assemble import MAX_RECORDS
 from training.common import HERE, read_jsonl
 from training.common import embed as disk_embed
 from training.real_prompts import SHARED, TODAY, Prompt, project_of, scorer
@@ -254,7 +254,7 @@ def subset(rows: Rows, mask: np.ndarray) -> Rows:
 
 def select(p: np.ndarray, triggered: np.ndarray, prompt: np.ndarray, bar: float) -> np.ndarray:
     """What the pipeline injects: per prompt, candidates past the bar (and rules whose trigger the
-    prompt does), most probable first, at most `MAX_RECORDS` (`octygraph/nodes/assemble.py`)."""
+    prompt does), most probable first, at most `MAX_RECORDS` (`octygraph/pipeline/nodes/assemble.py`)."""
     if not len(p):
         return np.zeros(0, dtype=bool)
     score = np.where(triggered, np.maximum(p, bar), p)

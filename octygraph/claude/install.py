@@ -9,7 +9,7 @@ twice changes nothing.
 
 With `user_scope=True` the same goes into the user's Claude folder (`~/.claude`, or
 `$CLAUDE_CONFIG_DIR`), so the hooks run in every project; their commands pin no project id, so it comes
-from `CLAUDE_PROJECT_DIR` or the git root of the working folder (see `octygraph.settings`). The Claude
+from `CLAUDE_PROJECT_DIR` or the git root of the working folder (see `octygraph.config.settings`). The Claude
 Code plugin in the repository (`plugin/hooks/hooks.json`, `plugin/commands/octybot.md`) holds the same
 commands, made by `plugin_files`.
 """
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from octygraph.settings import ProjectPaths, Settings
+from octygraph.config.settings import ProjectPaths, Settings
 
 RECORD_NAME = ".octygraph-install.json"
 COMMAND_NAME = "octybot.md"

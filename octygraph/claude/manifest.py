@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from typing_extensions import TypedDict
 
-from octygraph.private import private_mkdir
+from octygraph.config.private import private_mkdir
 
 VERSION = 1
 ENTRY_FIELDS = ("session_id", "node_id", "type", "subtype", "content", "source", "stored_at")

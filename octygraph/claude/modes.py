@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from octygraph.private import private_mkdir
-from octygraph.settings import ProjectPaths
+from octygraph.config.private import private_mkdir
+from octygraph.config.settings import ProjectPaths
 
 # Past this size the dev log is rotated to `dev.log.1` so it cannot grow without bound.
 DEV_LOG_MAX_BYTES = 5_000_000

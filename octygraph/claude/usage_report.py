@@ -16,10 +16,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from octygraph.private import private_mkdir
+from octygraph.config.private import private_mkdir
 
 if TYPE_CHECKING:
-    from octygraph.settings import Settings
+    from octygraph.config.settings import Settings
 
 REPORT_LOG = "usage-report.log"
 MAX_PAYLOAD_BYTES = 1_000_000

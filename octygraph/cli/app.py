@@ -22,8 +22,8 @@ from octygraph.cli.common import (
 )
 from octygraph.cli.common import state as _state
 from octygraph.cli.memory import memory_app
+from octygraph.config.settings import Settings, SettingsError
 from octygraph.service.cli import serve_app
-from octygraph.settings import Settings, SettingsError
 
 app = typer.Typer(
     name="octygraph",
@@ -143,7 +143,7 @@ def doctor(
     """Say what keeps memory from working here, and how to fix it (exit 1 when something is wrong)."""
     import os
 
-    from octygraph.doctor import diagnose
+    from octygraph.cli.doctor import diagnose
 
     env = dict(os.environ)
     if _state["project"]:
@@ -170,7 +170,7 @@ def doctor(
 
 def main() -> None:
     """The command line's entry: every error ends as one sentence and exit code 1."""
-    from octygraph.cli_guard import run
+    from octygraph.cli.guard import run
 
     run(app)
 
@@ -199,8 +199,8 @@ def run(
     """Run the whole memory pipeline on one prompt: store what it tells, print the context it needs.
 
     The context is printed as soon as retrieval has it; the command exits once storing is done too."""
-    from octygraph.context import CLI_SESSION
-    from octygraph.runner import RunOptions, run_prompt
+    from octygraph.pipeline.context import CLI_SESSION
+    from octygraph.pipeline.runner import RunOptions, run_prompt
     from octygraph.services import open_store
 
     if not prompt.strip():
@@ -226,7 +226,7 @@ def run(
                 on_answer=None if as_json else show_context,
             )
         )
-    from octygraph.retention import prune_if_due
+    from octygraph.pipeline.retention import prune_if_due
 
     prune_if_due(s)
     if as_json:
@@ -259,7 +259,7 @@ def trace_list(
     """List recent runs."""
     from rich.table import Table
 
-    from octygraph.traces import list_traces
+    from octygraph.pipeline.traces import list_traces
 
     rows = list_traces(settings().paths.debug_dir, limit)
     if as_json:
@@ -287,7 +287,7 @@ def trace_show(
     trace_id: Annotated[str, typer.Argument(help="A trace id (or a unique prefix).")],
 ) -> None:
     """Print one trace as JSON."""
-    from octygraph.traces import TraceNotFound, load_trace
+    from octygraph.pipeline.traces import TraceNotFound, load_trace
 
     try:
         data = load_trace(settings().paths.debug_dir, trace_id)
@@ -312,7 +312,7 @@ def trace_prune(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Remove old debug traces and the checkpoints of their runs."""
-    from octygraph.retention import prune
+    from octygraph.pipeline.retention import prune
 
     result = prune(settings(), keep=keep, max_days=days)
     if as_json:
@@ -333,9 +333,9 @@ def trace_replay(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Re-run assembly and curation from the run's stored checkpoint; memory is not changed."""
-    from octygraph.runner import replay
+    from octygraph.pipeline.runner import replay
+    from octygraph.pipeline.traces import TraceNotFound
     from octygraph.services import open_store
-    from octygraph.traces import TraceNotFound
 
     s = settings()
     try:

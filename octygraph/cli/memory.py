@@ -15,9 +15,9 @@ import typer
 from octygraph import feedback
 from octygraph.cli import common
 from octygraph.cli.common import UserError, out, parse_date, settings, user_errors
-from octygraph.private import private_mkdir
+from octygraph.config.private import private_mkdir
+from octygraph.config.settings import Settings
 from octygraph.service import service_health
-from octygraph.settings import Settings
 
 if TYPE_CHECKING:
     from octygraph.profiles import LoadResult, MemoryProfiles

@@ -25,11 +25,11 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
+from octygraph.config.settings import OPENROUTER_BASE_URL, Settings
 from octygraph.llm.claude_cli import ClaudeCLIChatModel, inside_fallback
 from octygraph.llm.errors import LLMConfigError
 from octygraph.llm.usage import MODEL_KEY, PROVIDER_KEY, UsageCallback, UsageTracker
 from octygraph.llm.wrangler import read_wrangler_token
-from octygraph.settings import OPENROUTER_BASE_URL, Settings
 
 if TYPE_CHECKING:
     # The provider SDKs behind it take seconds to import: only a configured LLM pays for them.

@@ -15,12 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from octygraph.private import private_mkdir
+from octygraph.config.private import private_mkdir
+from octygraph.config.settings import ProjectPaths, Settings
 from octygraph.profiles.baseline import small_baseline_graph
 from octygraph.profiles.graph import GraphSpec, ProgressFn, write_graph
 from octygraph.profiles.noisy import DEFAULT_SEED, DEFAULT_SIZE, noisy_large_graph
 from octygraph.profiles.state import ProfileState, empty_state, now_iso, read_state, write_state
-from octygraph.settings import ProjectPaths, Settings
 from octygraph.store import Embedder, MemoryStore
 from octygraph.store.sqlite_files import (
     DatabaseError,

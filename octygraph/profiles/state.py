@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typing_extensions import TypedDict
 
-from octygraph.private import private_mkdir
+from octygraph.config.private import private_mkdir
 
 
 class ProfileState(TypedDict):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from octygraph.service.kept_files import file_identity, max_open_stores
 
 if TYPE_CHECKING:
-    from octygraph.settings import Settings
+    from octygraph.config.settings import Settings
 
 
 @dataclass
@@ -54,7 +54,9 @@ class CheckpointerPool:
                 # Replaced or removed (e.g. a wiped memory folder): new runs get a new connection.
                 del self._kept[key]
                 await self._retire(kept)
-            from octygraph.persistence import open_checkpointer  # LangGraph: loaded by the warm-up
+            from octygraph.pipeline.persistence import (
+                open_checkpointer,  # LangGraph: loaded by the warm-up
+            )
 
             stack = contextlib.AsyncExitStack()
             saver = await stack.enter_async_context(open_checkpointer(path))
@@ -73,7 +75,7 @@ class CheckpointerPool:
     async def lease(self, settings: Settings) -> AsyncIterator[Any]:
         """The project's checkpointer for one run."""
         if settings.database_url is not None:
-            from octygraph.persistence import checkpointer_for
+            from octygraph.pipeline.persistence import checkpointer_for
 
             async with checkpointer_for(settings) as saver:
                 yield saver

@@ -10,8 +10,8 @@ from typing import Annotated
 
 import typer
 
+from octygraph.config.settings import Settings, SettingsError
 from octygraph.service import client, protocol
-from octygraph.settings import Settings, SettingsError
 
 serve_app = typer.Typer(
     help="The resident memory service that makes hooks fast (started by the hooks when needed).",

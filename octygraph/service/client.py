@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Literal
 
-    from octygraph.settings import Settings
+    from octygraph.config.settings import Settings
 
     Via = Literal["service", "in-process", "skipped", "spooled"]
     Failure = Literal["absent", "broken", "timeout"]
@@ -352,7 +352,7 @@ def hook_request(
 def at_rest(message: Mapping[str, Any]) -> dict[str, Any]:
     """A request as the spool keeps it on disk: without the values of secret settings (API keys,
     the database URL). Their names are kept, for the service to put its own values back."""
-    from octygraph.setting_table import SECRET_NAMES
+    from octygraph.config.setting_table import SECRET_NAMES
 
     kept = dict(message)
     left_out: set[str] = set()
@@ -589,8 +589,8 @@ def _preload_pipeline() -> None:
     """Import and compile what an in-process hook run needs (it then finds them loaded)."""
     try:
         import octygraph.llm.factory  # noqa: F401  (the model SDKs: seconds of imports)
-        from octygraph.runner import compiled_graph
-        from octygraph.settings import Settings
+        from octygraph.config.settings import Settings
+        from octygraph.pipeline.runner import compiled_graph
 
         compiled_graph()
         if Settings.from_env().embedding_backend == "local":
@@ -727,7 +727,7 @@ def _session_id(raw: bytes) -> str:
 
 def client_notice(env: Mapping[str, str], home: str | Path) -> str:
     """What is wrong that the client can see cheaply: a bad setting, a home it cannot write."""
-    from octygraph import setting_table
+    from octygraph.config import setting_table
 
     problems = setting_table.problems(env)
     if problems:

@@ -46,8 +46,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from octygraph.config.settings import Settings, sanitize_project_id
 from octygraph.service import protocol
-from octygraph.settings import Settings, sanitize_project_id
 
 log = logging.getLogger("octygraph.http")
 
@@ -148,7 +148,7 @@ class TeamServer:
         self.pool.close_all()
 
     def run(self, project: str, body: dict[str, Any]) -> dict[str, Any]:
-        from octygraph.runner import RunOptions, run_prompt
+        from octygraph.pipeline.runner import RunOptions, run_prompt
 
         prompt = str(body.get("prompt") or "").strip()
         if not prompt:

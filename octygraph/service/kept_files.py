@@ -17,7 +17,7 @@ def max_open_stores(env: Mapping[str, str] | None = None) -> int:
     Without a cap each new project kept its stores (three descriptors each: the database, its WAL and
     shared-memory files) for the service's life. A bad value falls back to the default.
     """
-    from octygraph import setting_table as table
+    from octygraph.config import setting_table as table
 
     return int(table.lenient("OCTY_SERVE_MAX_STORES", os.environ if env is None else env))
 

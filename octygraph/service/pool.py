@@ -17,10 +17,10 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings, make_embeddings
 from octygraph.service.kept_files import file_identity, max_open_stores
 from octygraph.services import open_store
-from octygraph.settings import Settings
 from octygraph.store import AdminStore, MemoryStore
 
 MAX_IDLE_PER_DB = 4

@@ -17,7 +17,7 @@ import os
 import struct
 
 import octygraph
-from octygraph import setting_table as table
+from octygraph.config import setting_table as table
 
 # Not `typing.TYPE_CHECKING`: importing typing costs the hook client milliseconds on every prompt.
 # Nor pathlib at import time (it brings re, fnmatch and urllib.parse): the warm hook path works on

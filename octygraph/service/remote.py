@@ -27,7 +27,7 @@ class RemoteUnavailable(Exception):
 
 def project_of(raw: bytes, env: Mapping[str, str]) -> str:
     """The project this hook belongs to, as the local path would name it."""
-    from octygraph.settings import Settings
+    from octygraph.config.settings import Settings
 
     try:
         cwd = json.loads(raw or b"{}").get("cwd")

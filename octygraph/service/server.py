@@ -184,13 +184,13 @@ class Service:
         loading = models.submit(self._load_models)
         try:
             from octygraph import hooks
-            from octygraph.graph import build_graph
+            from octygraph.pipeline.graph import build_graph
             from octygraph.service.pool import StorePool
 
             self._handle = hooks.handle
             self._pool = StorePool()
             build_graph().compile()
-            from octygraph import runner
+            from octygraph.pipeline import runner
 
             runner.compiled_graph()  # what the first run uses
         finally:
@@ -201,7 +201,7 @@ class Service:
     def _load_models(self) -> None:
         """The embedding model and the fitted judges; a bad setting is logged, not raised."""
         try:
-            from octygraph.settings import Settings
+            from octygraph.config.settings import Settings
 
             settings = Settings.from_env(cwd=self.home if self.home.is_dir() else None)
             if settings.embedding_backend == "local":
@@ -386,7 +386,7 @@ class Service:
 
         async def work() -> None:
             try:
-                from octygraph.resume import resume_unfinished
+                from octygraph.service.resume import resume_unfinished
 
                 assert self._pool is not None and self._stopping is not None
                 outcomes = await resume_unfinished(

@@ -20,7 +20,7 @@ import numpy as np
 import sqlean
 import sqlite_vec
 
-from octygraph.private import private_mkdir
+from octygraph.config.private import private_mkdir
 from octygraph.store.base import StoreBase
 from octygraph.store.dialect import SQLITE
 from octygraph.store.model import (

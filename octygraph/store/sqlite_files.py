@@ -15,7 +15,7 @@ from typing import Any
 
 import sqlean
 
-from octygraph.private import private_mkdir
+from octygraph.config.private import private_mkdir
 from octygraph.store import StoreError
 from octygraph.store.schema import SCHEMA_VERSION
 

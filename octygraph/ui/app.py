@@ -28,7 +28,7 @@ from starlette.templating import Jinja2Templates
 
 from octygraph import candidate_review, feedback, review
 from octygraph.candidates import is_candidate
-from octygraph.settings import Settings
+from octygraph.config.settings import Settings
 from octygraph.store import NODE_TYPES, AdminStore, Node, StoreError
 from octygraph.ui import svg, views
 

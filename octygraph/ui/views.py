@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from octygraph.pipeline.traces import TraceNotFound, load_trace
 from octygraph.store import NODE_TYPES, AdminStore, Node
-from octygraph.traces import TraceNotFound, load_trace
 
 MAX_TRACES = 1000
 """Pages that scan traces read at most this many, newest first."""

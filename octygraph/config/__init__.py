@@ -1,0 +1,1 @@
+"""Settings: environment variables, their table, and private files."""
