@@ -1,6 +1,6 @@
 """The import graph between octygraph's parts: the layers it has, its cycles, and its upward imports.
 
-A part is a subpackage of `octygraph/` (`store`, `service`, ...) or a flat module (`hooks`, `runner`,
+A part is a subpackage of `octygraph/` (`store`, `service`, ...) or a flat module (`hooks`, `models`,
 ...). Every `import` and `from ... import` is read with `ast`: at module level, inside functions (where an
 import that would close a cycle at load time usually hides) and under `if TYPE_CHECKING:`. It prints
 
