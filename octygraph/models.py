@@ -21,6 +21,7 @@ from octygraph.store.schema import SUBTYPES as STORE_SUBTYPES
 
 NodeType = Literal["entity", "fact", "event", "opinion", "instruction", "plan"]
 
+# Spelled out for the LLM's JSON schema; tests/test_models.py checks it is the store's entity subtypes.
 EntityKind = Literal[
     "person",
     "org",

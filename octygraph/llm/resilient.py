@@ -416,6 +416,8 @@ class ResilientChatModel(BaseChatModel):
                 time.sleep(delay)
         raise run.unavailable()
 
+    # The same walk as `_generate`, awaited: LangChain calls one or the other, and the async one bounds
+    # each request with `asyncio.timeout`, which a thread cannot.
     async def _agenerate(
         self,
         messages: list[BaseMessage],
