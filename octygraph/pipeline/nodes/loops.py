@@ -57,7 +57,10 @@ LoopGraph = CompiledStateGraph[LoopState, Context, LoopState, LoopState]
 
 
 def build_loop(name: str, tools: Sequence[BaseTool], layer: str = "l2") -> LoopGraph:
-    """A hand-written ReAct loop with an explicit turn counter, so every turn keeps to the run's deadline."""
+    """A ReAct loop: LangGraph's `ToolNode` runs the tools; the routing is `tools_condition` plus the
+    `done` tool. The budget is counted in agent turns in the loop's state (`turns`, which the trace
+    reports), not with `RemainingSteps`: that counts graph steps against the run's recursion limit, two
+    per turn here and shared with the rest of the run, where each loop has its own turn budget."""
 
     async def agent(state: LoopState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = runtime.context
