@@ -78,6 +78,7 @@ class SessionEndRequest:
     cwd: str = ""
     reason: str = "other"
     """clear, resume, logout, prompt_input_exit or other."""
+    transcript_path: str = ""
 
 
 def read_stdin_bounded(stream: IO[Any], limit: int = STDIN_LIMIT) -> bytes:
@@ -277,6 +278,7 @@ def parse_session_end_payload(raw: bytes) -> SessionEndRequest | None:
         session_id=session_id,
         cwd=_text(data.get("cwd")),
         reason=_text(data.get("reason")) or "other",
+        transcript_path=_text(data.get("transcript_path")),
     )
 
 
