@@ -373,8 +373,9 @@ async def _session_start(
 async def _session_end(
     settings: Settings, end: hook_io.SessionEndRequest, stores: StoreLease
 ) -> None:
-    """SessionEnd: settle the candidates the session stored (`octygraph.consolidation`)."""
-    from octygraph.consolidation import consolidate
+    """SessionEnd: settle the candidates the session stored (`octygraph.consolidation`); with an LLM,
+    judge the rest with the session's transcript in view."""
+    from octygraph.consolidation import consolidate, session_judge
     from octygraph.services import store_exists
 
     if not store_exists(settings):
@@ -383,13 +384,16 @@ async def _session_end(
     async with stores(settings) as store:
         if getattr(store, "read_only", False):
             return
-        settled = await asyncio.to_thread(consolidate, store, ids)
-    if settled.confirmed or settled.merged:
+        judge = session_judge(settings, end.transcript_path) if ids else None
+        settled = await asyncio.to_thread(consolidate, store, ids, judge=judge)
+    if settled.confirmed or settled.merged or settled.judged_kept or settled.judged_dropped:
         log.info(
-            "session %s ended: %d candidates confirmed, %d merged",
+            "session %s ended: %d candidates confirmed, %d merged, %d judged kept, %d judged dropped",
             end.session_id,
             len(settled.confirmed),
             len(settled.merged),
+            len(settled.judged_kept),
+            len(settled.judged_dropped),
         )
 
 

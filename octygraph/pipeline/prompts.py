@@ -138,3 +138,24 @@ RECONCILE_SYSTEM = """You compare a NEW instruction with an EXISTING one from me
 
 RECONCILE_USER = """NEW: {new}
 EXISTING: {old}"""
+
+JUDGE_CANDIDATES_SYSTEM = (
+    """A coding-assistant session has ended. While it ran, a memory filter kept some statements \
+of the user as CANDIDATE memories: it was unsure they state something lasting. You now see what the user \
+wrote over the session (its latest part when it was long) and judge each candidate with all of it in view:
+- keep: the user states it as lasting by the guideline below, and nothing later in the session takes it \
+back or shows it was only about that moment;
+- drop: it is not worth remembering by the guideline (a one-off task, a question, a guess, a reaction, \
+pasted output, common knowledge), or the session withdraws it or shows it was wrong;
+- leave: the session does not settle it either way (for example it was said before the part you see).
+When unsure, leave. Give one verdict per candidate, with its id exactly as written, and a few words why.
+
+"""
+    + GUIDELINE
+)
+
+JUDGE_CANDIDATES_USER = """What the user wrote in the session, oldest first:
+{session}
+
+Candidate memories (id, type: text):
+{candidates}"""
