@@ -6,6 +6,10 @@ the pipeline takes as still in front of the model while the hook names a transcr
 Claude Code compacts the conversation (SessionStart with source "compact") the transcript is a summary,
 and everything may be injected again. One small JSON file per session, under the project's memory
 folder; a missing or unreadable file means "nothing seen yet".
+
+The file also says which of the stored ids a consolidation pass has settled (`octygraph.consolidation`:
+at SessionEnd, or when the service goes idle for a session whose SessionEnd never came), so a session is
+settled once, and again only for what it stored after that.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ SESSIONS_DIR: Final = "sessions"
 MAX_AGE_S: Final = 14 * 24 * 3600
 """Session files older than this are removed when a new session starts writing."""
 _SAFE: Final = re.compile(r"[^A-Za-z0-9_.-]")
+_KEYS: Final = ("injected", "stored", "settled")
 _LOCK = threading.Lock()
 
 
@@ -37,11 +42,10 @@ class SessionLog:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return {"injected": [], "stored": []}
-        return {
-            "injected": [str(i) for i in data.get("injected") or []],
-            "stored": [str(i) for i in data.get("stored") or []],
-        }
+            data = {}
+        if not isinstance(data, dict):
+            data = {}
+        return {key: [str(i) for i in data.get(key) or []] for key in _KEYS}
 
     def _write(self, data: dict[str, list[str]]) -> None:
         fresh = not self.folder.exists()
@@ -64,6 +68,23 @@ class SessionLog:
         with _LOCK:
             return self._read()["stored"]
 
+    def unsettled(self) -> list[str]:
+        """Every id stored from this session, oldest first, when some were stored since it was last
+        settled (a pass looks at the session as a whole); else nothing."""
+        with _LOCK:
+            data = self._read()
+        return data["stored"] if set(data["stored"]) - set(data["settled"]) else []
+
+    def mark_settled(self, ids: Iterable[str]) -> None:
+        """A consolidation pass has settled `ids`."""
+        ids = list(ids)
+        if not ids:
+            return
+        with _LOCK:
+            data = self._read()
+            data["settled"] = list(dict.fromkeys([*data["settled"], *ids]))
+            self._write(data)
+
     def add(self, *, injected: Iterable[str] = (), stored: Iterable[str] = ()) -> None:
         injected, stored = list(injected), list(stored)
         if not injected and not stored:
@@ -81,6 +102,15 @@ class SessionLog:
                 self.path.unlink()
             except OSError:
                 pass
+
+
+def every_log(home: Path) -> list[SessionLog]:
+    """The session logs of every project under `home` (`$OCTYBOT_HOME/projects/*/memory/sessions/`)."""
+    # A file's stem is its session id made safe, which making safe again leaves as it is.
+    return [
+        SessionLog(path.parent.parent, path.stem)
+        for path in sorted(home.glob(f"projects/*/memory/{SESSIONS_DIR}/*.json"))
+    ]
 
 
 def _prune(folder: Path) -> None:
