@@ -24,20 +24,30 @@ Never below the shipped model. The refit is written only when
   are scored on the same prompts, which the shipped layer was fitted on (that favours the shipped one).
 
 Otherwise the shipped model stays and the reason is given in one sentence.
+
+One learn at a time per install (an `flock` on `learning/learn.lock`): the command and the memory
+service never fit at once. Each learn's outcome is kept in `learning/last_learn.json`. The service
+learns by itself (`auto_learn`, in a process of its own, `python -m octygraph.learning`) once
+`AUTO_LEARN_EVERY` examples were recorded since the last learn, when `OCTY_AUTO_LEARN` is on.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import io
+import json
+import os
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
+from octygraph import feedback
 from octygraph.config.private import private_mkdir
 from octygraph.feedback import Example
 from octygraph.judgement.linear import Logistic, save_logistic
@@ -63,6 +73,12 @@ FOLDS: Final = 10
 TOLERANCE: Final = 0.005
 """Half a percentage point of the shared sets' false-store and recall: within their noise."""
 NEWTON_STEPS: Final = 100
+AUTO_LEARN_EVERY: Final = 10
+"""The service learns again once this many examples were recorded since the last learn (its own or the
+command's): the first time at `MIN_EXAMPLES`, then at most once per ten decisions, each learn reading
+the shared sets for about two minutes of one core."""
+LOCK_FILE: Final = "learn.lock"
+LAST_LEARN_FILE: Final = "last_learn.json"
 
 
 @dataclass(frozen=True)
@@ -86,6 +102,8 @@ class Outcome:
     examples: int = 0
     path: Path | None = None
     figures: dict[str, float] = field(default_factory=dict)
+    checked: str = ""
+    """What the refit was checked against besides the user's examples, in a few words."""
 
 
 # --------------------------------------------------------------------------------------------- rows
@@ -249,7 +267,31 @@ def learn(
     guard: Guard | None = None,
     verdict: StorageVerdict | None = None,
 ) -> Outcome:
-    """Refit the message layer to `examples`; write it for `home` only if it is no worse."""
+    """Refit the message layer to `examples`; write it for `home` only if it is no worse.
+
+    Nothing is fitted while another learn for `home` is under way; the outcome is kept
+    (`last_learn`)."""
+    with _exclusive(home) as held:
+        if not held:
+            return Outcome(False, BUSY, len(examples))
+        outcome = _learn(home, examples, guard=guard, verdict=verdict)
+        _remember(home, outcome, "octygraph memory learn")
+        return outcome
+
+
+BUSY: Final = (
+    "Another learn from your examples is under way (the memory service's or another command's); "
+    "nothing changed, see `octygraph serve status` for what it did."
+)
+
+
+def _learn(
+    home: Path,
+    examples: Sequence[Example],
+    *,
+    guard: Guard | None = None,
+    verdict: StorageVerdict | None = None,
+) -> Outcome:
     path = user_verdict_path(home)
     n = len(examples)
     positives = sum(e.label == 1 for e in examples)
@@ -322,7 +364,86 @@ def learn(
         n,
         path,
         figures,
+        f"checked against {guard.name}" if guard is not None else "",
     )
+
+
+# --------------------------------------------------------------------------------------------- one at a time
+
+
+@contextlib.contextmanager
+def _exclusive(home: Path) -> Iterator[bool]:
+    """Whether this call holds `home`'s learning lock (not waited for: a learn takes minutes)."""
+    folder = feedback.learning_dir(home)
+    private_mkdir(folder)
+    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+        else:
+            yield True
+    finally:
+        os.close(fd)  # lets go of the lock
+
+
+def _remember(home: Path, outcome: Outcome, by: str) -> None:
+    """Keep what a learn did for `last_learn` (and so for `learn_due`)."""
+    record = {
+        "time": datetime.now(UTC).isoformat(timespec="seconds"),
+        "by": by,
+        "shipped": outcome.shipped,
+        "reason": outcome.reason,
+        "examples": outcome.examples,
+        "checked": outcome.checked,
+    }
+    path = feedback.learning_dir(home) / LAST_LEARN_FILE
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    tmp.write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.chmod(0o600)
+    tmp.replace(path)
+
+
+def last_learn(home: Path) -> dict[str, Any] | None:
+    """What the last learn for `home` did: time, by, shipped, reason, examples, checked."""
+    try:
+        data = json.loads((feedback.learning_dir(home) / LAST_LEARN_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def learn_due(home: Path) -> bool:
+    """Whether the service should learn: `MIN_EXAMPLES` examples in all, `AUTO_LEARN_EVERY` of them
+    recorded since the last learn (when there are fewer than it saw, the examples were started over)."""
+    count = len(feedback.load(home))
+    last = last_learn(home) or {}
+    seen = last.get("examples")
+    seen = seen if isinstance(seen, int) and 0 <= seen <= count else 0
+    return count >= MIN_EXAMPLES and count - seen >= AUTO_LEARN_EVERY
+
+
+def auto_learn(home: Path) -> Outcome | None:
+    """The service's learn: `learn` on every recorded example, checked on the shared sets as
+    `octygraph memory learn` checks it (`shared_guard`); None when not `learn_due` or another learn
+    is under way."""
+    with _exclusive(home) as held:
+        if not held or not learn_due(home):
+            return None
+        examples = feedback.load(home)
+        guard, checked = shared_guard()
+        try:
+            outcome = _learn(home, examples, guard=guard)
+        except Exception as exc:  # kept as the outcome, so the service does not retry at once
+            outcome = Outcome(
+                False,
+                f"Learning failed ({type(exc).__name__}: {exc}); nothing changed.",
+                len(examples),
+            )
+        outcome.checked = checked
+        _remember(home, outcome, "the memory service")
+        return outcome
 
 
 def verdict_arrays(verdict: StorageVerdict, examples: int) -> dict[str, np.ndarray]:
@@ -398,3 +519,25 @@ def shared_guard(shared: Path | None = None) -> tuple[Guard | None, str]:
     return Guard(rows, store, storable, f"the {len(prompts):,} shared real prompts"), (
         f"checked against the {len(prompts):,} shared real prompts at {folder}"
     )
+
+
+def main() -> None:
+    """`python -m octygraph.learning`: `auto_learn` for `$OCTYBOT_HOME`, its outcome as one JSON line.
+
+    The memory service runs it in a process of its own, so that fitting (and reading the shared sets)
+    never holds the service's interpreter while it answers hooks."""
+    home = Path(os.environ.get("OCTYBOT_HOME") or Path.home() / ".octybot").expanduser()
+    outcome = auto_learn(home)
+    report: dict[str, Any] = {"ran": outcome is not None}
+    if outcome is not None:
+        report.update(
+            shipped=outcome.shipped,
+            reason=outcome.reason,
+            examples=outcome.examples,
+            checked=outcome.checked,
+        )
+    print(json.dumps(report, ensure_ascii=False), flush=True)
+
+
+if __name__ == "__main__":
+    main()
