@@ -157,6 +157,13 @@ TABLE: tuple[Setting, ...] = (
     Setting("LANGCHAIN_API_KEY", None, text, _S, "LangSmith key (older name)", secret=True),
     Setting("LANGCHAIN_PROJECT", None, text, _S, "LangSmith project (older name)"),
     Setting("LANGCHAIN_ENDPOINT", None, text, _S, "LangSmith endpoint (older name)"),
+    Setting(
+        "OCTY_AUTO_LEARN",
+        "1",
+        flag,
+        _S,
+        "the service runs `memory learn` itself when enough new approvals and forgets exist",
+    ),
     # The hook client and the service process itself
     Setting("OCTY_NO_SERVICE", "0", flag, _C, "run hooks in their own process"),
     Setting("OCTY_NO_HOOKS", "0", flag, _C, "turn the hooks off"),
