@@ -144,6 +144,12 @@ def status(
             f"  stops after {_duration(health.get('idle_timeout_s'))} idle "
             f"(idle for {_duration(health.get('idle_for_s'))})."
         )
+        learn = health.get("auto_learn") or {}
+        last = learn.get("last") or {}
+        if learn.get("running"):
+            typer.echo("  learning from your approvals and forgets now.")
+        elif last:
+            typer.echo(f"  last learn ({last.get('by')}, {last.get('time')}): {last.get('reason')}")
         return
     state = health.get("state", "stopped")
     if state == "stopped":
