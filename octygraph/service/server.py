@@ -842,6 +842,8 @@ def configure_logging() -> None:
     )
     # The service's own events; the pipeline's stage logs stay out unless verbose mode asks for them.
     log.setLevel(logging.INFO)
+    # How sessions were settled (candidates confirmed, merged, judged) is the service's work too.
+    logging.getLogger("octygraph.hooks").setLevel(logging.INFO)
     from octygraph.heuristics.secrets import redact_logs
 
     redact_logs()  # the log file is on disk too: no secret reaches it
