@@ -6,16 +6,8 @@ pays for Python's start-up and a round trip. It serves every project and Claude 
 stops after `OCTY_SERVE_IDLE_S` without requests, and exits when a client runs a different installed
 version or process environment (the client then starts a fresh one).
 
-Upkeep, only while no request is under way and never on a hook's answering path:
-
-- with `OCTY_AUTO_LEARN` on, once enough new approvals and forgets exist (`learning.learn_due`), the
-  storage verdict is refitted to them as `octygraph memory learn` does, in a process of its own
-  (`python -m octygraph.learning`); a learned verdict is used from the next prompt on (the verdict is
-  looked up by the file's identity on each use), a refused one is not written; `health` and the log say
-  which, and why;
-- once the service has been idle `SETTLE_IDLE_S` (or before it stops for idleness), every session that
-  stored memories since it was last settled, SessionEnd never having come (Claude Code killed), gets the
-  SessionEnd consolidation pass (`octygraph.consolidation`), and its session log says so.
+While no request is under way it does its upkeep (`octygraph.service.upkeep`): it learns the storage
+verdict from the user's examples and settles the sessions whose SessionEnd never came.
 
 Files in `$OCTYBOT_HOME`: `octygraph.sock` (0600, in the 0700 folder), `octygraph.pid`, and
 `octygraph.lock`, held with `flock` for the process's life so two services never run at once.
@@ -43,6 +35,7 @@ from typing import Any
 
 from octygraph.service import protocol
 from octygraph.service.client import NOTIFY_ENV, ServiceUnavailable, exchange
+from octygraph.service.upkeep import Upkeep
 
 # One BLAS thread, set before NumPy loads OpenBLAS: a search multiplies one query by the whole vector
 # matrix, which is bound by memory, not arithmetic. On a busy 2-core machine OpenBLAS's worker threads
@@ -62,14 +55,6 @@ SPOOL_INTERVAL_S = 2.0
 HANDED_IDS = 10_000
 HANDOFF_EVENTS = (*protocol.HANDOFF_EVENTS, "session-start")
 """Session-start is still taken as a hand-off from older clients and their spooled requests."""
-SETTLE_IDLE_S = 300.0
-"""Idle this long (or the idle timeout, when shorter), the service settles sessions whose SessionEnd
-never came: five minutes without a prompt in any session."""
-KNOWN_SESSIONS = 1000
-"""Sessions whose request settings are remembered for that pass (others use the service's own)."""
-LEARN_TIMEOUT_S = 1800.0
-LEARN_NICE = 10
-"""The learning process yields the CPU to hooks (and to everything else)."""
 
 
 def with_own_secrets(message: dict[str, Any], own: Mapping[str, str]) -> None:
@@ -188,18 +173,12 @@ class Service:
         self._handed: collections.OrderedDict[str, None] = collections.OrderedDict()
         self.spooled = 0
         self.resumed = 0
-        from octygraph.config import setting_table
-
-        self.auto_learn: bool = setting_table.lenient("OCTY_AUTO_LEARN", os.environ)
-        self.last_learn: dict[str, Any] | None = None
-        """What the last learn did (this service's, or before it the command's or another service's)."""
-        self._learning = False
-        self._examples_seen: tuple[int, int, int] | None = None
-        self._sessions: collections.OrderedDict[Path, Any] = collections.OrderedDict()
-        """Session log -> the `Settings` its requests ran with, for the idle settling pass."""
-        self._settled_for: float | None = None
-        """The `last_activity` of the idle stretch the settling pass last ran in."""
-        self.settled_sessions = 0
+        self.upkeep = Upkeep(
+            home,
+            idle_s,
+            start=lambda work: self._start_counted(work, upkeep=True),
+            quiet_since=self._quiet_since,
+        )
 
     # ------------------------------------------------------------------ start-up
 
@@ -472,50 +451,9 @@ class Service:
         async def after() -> None:
             await reply.settle()  # the run's store half goes on after the reply
             await asyncio.to_thread(reply.finish)
-            cwd = message.get("cwd")
-            self._note_session(await asyncio.to_thread(self._session_of, event, raw, env, cwd))
+            await self.upkeep.note_request(event, raw, env, message.get("cwd"))
 
         return {"status": "ok", "stdout": reply.stdout, "notice": reply.notice}, after
-
-    def _session_of(
-        self, event: str, raw: bytes, env: dict[str, str], cwd: object
-    ) -> tuple[Path, Any] | None:
-        """The session log a request wrote to and the settings it ran with (None for a SessionEnd,
-        whose pass has run: what the session stored is marked settled). None when it names no
-        session; never raises."""
-        try:
-            from octygraph.claude import hook_io
-            from octygraph.config.settings import Settings, is_folder
-            from octygraph.pipeline.sessions import SessionLog
-
-            request = hook_io.parse_payload(event, raw)
-            if request is None or not request.session_id:
-                return None
-            folder = request.cwd or (cwd if isinstance(cwd, str) else "")
-            settings = Settings.from_env(
-                env=env, cwd=Path(folder) if folder and is_folder(folder) else None
-            )
-            session = SessionLog(settings.paths.memory_dir, request.session_id)
-            if event == "session-end":
-                session.mark_settled(session.stored())
-                return session.path, None
-            return session.path, settings
-        except Exception as exc:
-            log.debug("session not noted: %s", exc)
-            return None
-
-    def _note_session(self, noted: tuple[Path, Any] | None) -> None:
-        """Remember (in the loop's thread) the settings of a session's requests for the idle pass."""
-        if noted is None:
-            return
-        path, settings = noted
-        if settings is None:  # it ended
-            self._sessions.pop(path, None)
-            return
-        self._sessions[path] = settings
-        self._sessions.move_to_end(path)
-        while len(self._sessions) > KNOWN_SESSIONS:
-            self._sessions.popitem(last=False)
 
     def health(self) -> dict[str, Any]:
         """What `octygraph serve status` shows."""
@@ -543,153 +481,9 @@ class Service:
             "python": sys.executable,
             # Checkpoint files kept open (capped with the stores by OCTY_SERVE_MAX_STORES).
             "checkpoint_files": len(self._checkpointers) if self._checkpointers is not None else 0,
-            "auto_learn": {
-                "enabled": self.auto_learn,
-                "running": self._learning,
-                "last": self.last_learn,
-            },
-            # Sessions settled when idle, their SessionEnd never having come.
-            "settled_sessions": self.settled_sessions,
+            **self.upkeep.health(),
             **pool,
         }
-
-    # ------------------------------------------------------------------ upkeep
-
-    def _learn_if_due(self) -> None:
-        """Start learning from the user's examples when `OCTY_AUTO_LEARN` is on and the examples file
-        changed since the last look (`learning.learn_due` decides whether enough are new)."""
-        if not self.auto_learn or self._learning:
-            return
-        from octygraph.feedback import examples_path
-
-        try:
-            info = examples_path(self.home).stat()
-        except OSError:
-            return
-        seen = (info.st_ino, info.st_mtime_ns, info.st_size)
-        if seen == self._examples_seen:
-            return
-        self._examples_seen = seen
-        self._learning = True
-        self._start_counted(self._learn(), upkeep=True)
-
-    async def _learn(self) -> None:
-        try:
-            from octygraph import learning
-
-            if not await asyncio.to_thread(learning.learn_due, self.home):
-                return
-            log.info("learning the storage verdict from your examples, in the background")
-            report = await asyncio.to_thread(self._run_learner)
-            if not report.get("ran"):
-                return  # another learn held the lock, or it was no longer due
-            self.last_learn = await asyncio.to_thread(learning.last_learn, self.home) or report
-            if report.get("shipped"):
-                log.info("learned: %s (%s)", report.get("reason"), report.get("checked"))
-            else:
-                log.info("not learned: %s (%s)", report.get("reason"), report.get("checked"))
-        except Exception:
-            log.exception("learning from your examples failed")
-        finally:
-            self._learning = False
-
-    def _run_learner(self) -> dict[str, Any]:
-        """`python -m octygraph.learning` at low priority; its one-line JSON report."""
-        import json
-        import subprocess
-
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "octygraph.learning"],
-            cwd=self.home,
-            env={**os.environ, "OCTYBOT_HOME": str(self.home)},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,  # a service that stops does not take it along
-        )
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, proc.pid, LEARN_NICE)
-        try:
-            out, err = proc.communicate(timeout=LEARN_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-        lines = out.strip().splitlines()
-        try:
-            report = json.loads(lines[-1]) if lines else None
-        except ValueError:
-            report = None
-        if isinstance(report, dict):
-            return report
-        last = (err.strip().splitlines() or ["no output"])[-1]
-        return {
-            "ran": True,
-            "shipped": False,
-            "reason": f"The learning process failed (exit {proc.returncode}: {last}); nothing changed.",
-        }
-
-    def _settle_when_idle(self, idle_for: float) -> bool:
-        """Start the settling pass once per idle stretch, when idle long enough; whether it started."""
-        if idle_for < min(self.idle_s, SETTLE_IDLE_S) or self._settled_for == self.last_activity:
-            return False
-        self._settled_for = self.last_activity
-        self._start_counted(self._settle_sessions(), upkeep=True)
-        return True
-
-    async def _settle_sessions(self) -> None:
-        """The SessionEnd pass for every session that stored memories since it was last settled."""
-        from octygraph.pipeline.sessions import every_log
-
-        assert self._stopping is not None
-        try:
-            sessions = await asyncio.to_thread(every_log, self.home)
-        except OSError as exc:
-            log.warning("sessions not settled: %s", exc)
-            return
-        for session in sessions:
-            if self._stopping.is_set() or self.last_activity != self._settled_for:
-                return  # a request came: the session may be going on
-            ids = await asyncio.to_thread(session.unsettled)
-            if not ids:
-                continue
-            try:
-                done = await self._consolidate(session.path, ids)
-            except Exception as exc:  # tried again at the next idle stretch
-                log.warning("session %s not settled: %s", session.path.stem, exc)
-                continue
-            if done is None:
-                continue
-            await asyncio.to_thread(session.mark_settled, ids)
-            self._sessions.pop(session.path, None)
-            self.settled_sessions += 1
-            log.info(
-                "session %s settled without its SessionEnd: %d candidates confirmed, %d merged",
-                session.path.stem,
-                len(done.confirmed),
-                len(done.merged),
-            )
-
-    async def _consolidate(self, log_path: Path, ids: list[str]) -> Any:
-        """`consolidate` the session's ids in its project's store; None when it cannot be written now.
-
-        A session this service did not serve (a stopped service did) is settled in the store the
-        service's own settings name for its project."""
-        from octygraph.config.settings import Settings
-        from octygraph.consolidation import Settled, consolidate
-        from octygraph.services import store_exists
-
-        settings = self._sessions.get(log_path)
-        if settings is None:
-            project = log_path.parent.parent.parent.name  # projects/<id>/memory/sessions/<file>
-            settings = Settings.from_env(env=os.environ, cwd=self.home, project_id=project)
-        if not await asyncio.to_thread(store_exists, settings):
-            return Settled()  # nothing was kept where it would be: nothing to settle
-        assert self._pool is not None
-        async with self._pool.lease(settings) as store:
-            if getattr(store, "read_only", False):
-                return None
-            return await asyncio.to_thread(consolidate, store, ids)
 
     # ------------------------------------------------------------------ shutdown
 
@@ -699,6 +493,11 @@ class Service:
             self.reason = reason
             log.info("shutting down: %s", reason)
             self._stopping.set()
+
+    def _quiet_since(self) -> float | None:
+        """The last activity (a request that came or ended); None once the service is stopping."""
+        stopping = self._stopping is not None and self._stopping.is_set()
+        return None if stopping else self.last_activity
 
     async def _watch_idle(self) -> None:
         assert self._stopping is not None and self._ready is not None
@@ -712,8 +511,8 @@ class Service:
                 continue
             idle_for = time.monotonic() - self.last_activity
             if warm:
-                self._learn_if_due()
-                if self._settle_when_idle(idle_for):
+                self.upkeep.learn_if_due()
+                if self.upkeep.settle_when_idle(self._pool.lease):
                     continue  # settled first; then, still idle, the service stops
             if self.active == 0 and idle_for >= self.idle_s:
                 self.shutdown(f"idle for {idle_for:.0f} s")
@@ -762,9 +561,7 @@ class Service:
                 self._ready.set_result(None)
                 self.drain_spool()
                 self._resume_unfinished()
-                from octygraph import learning
-
-                self.last_learn = await asyncio.to_thread(learning.last_learn, self.home)
+                await self.upkeep.read_last_learn()
 
         warming = asyncio.create_task(warm())
         watcher = asyncio.create_task(self._watch_idle())

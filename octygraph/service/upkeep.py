@@ -1,0 +1,273 @@
+"""What the memory service does while no request is under way, never on a hook's answering path.
+
+- With `OCTY_AUTO_LEARN` on, once enough new approvals and forgets exist (`learning.learn_due`), the
+  storage verdict is refitted to them as `octygraph memory learn` does, in a process of its own
+  (`python -m octygraph.learning`); a learned verdict is used from the next prompt on (the verdict is
+  looked up by the file's identity on each use), a refused one is not written; `health` and the log say
+  which, and why.
+- Once the service has been idle `SETTLE_IDLE_S` (or before it stops for idleness), every session that
+  stored memories since it was last settled, SessionEnd never having come (Claude Code killed), gets the
+  SessionEnd consolidation pass (`octygraph.consolidation`), and its session log says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from octygraph.config.settings import Settings
+    from octygraph.consolidation import Settled
+    from octygraph.pipeline.store_lease import StoreLease
+
+log = logging.getLogger("octygraph.serve")
+
+SETTLE_IDLE_S = 300.0
+"""Idle this long (or the idle timeout, when shorter), the service settles sessions whose SessionEnd
+never came: five minutes without a prompt in any session."""
+KNOWN_SESSIONS = 1000
+"""Sessions whose request settings are remembered for that pass (others use the service's own)."""
+LEARN_TIMEOUT_S = 1800.0
+LEARN_NICE = 10
+"""The learning process yields the CPU to hooks (and to everything else)."""
+
+Start = Callable[[Coroutine[Any, Any, None]], None]
+"""Runs upkeep work as a task the service waits for when it stops."""
+
+
+class Upkeep:
+    """The service's upkeep: what its learning did, and the sessions its requests came from."""
+
+    def __init__(
+        self, home: Path, idle_s: float, *, start: Start, quiet_since: Callable[[], float | None]
+    ) -> None:
+        """`quiet_since` gives the service's last activity (a request that came or ended), None once it
+        is stopping: work that finds it changed stops, the service is busy again."""
+        from octygraph.config import setting_table
+
+        self.home = home
+        self.idle_s = idle_s
+        self._start = start
+        self._quiet_since = quiet_since
+        self.auto_learn: bool = setting_table.lenient("OCTY_AUTO_LEARN", os.environ)
+        self.last_learn: dict[str, Any] | None = None
+        """What the last learn did (this service's, or before it the command's or another service's)."""
+        self._learning = False
+        self._examples_seen: tuple[int, int, int] | None = None
+        self._sessions: collections.OrderedDict[Path, Settings] = collections.OrderedDict()
+        """Session log -> the `Settings` its requests ran with, for the idle settling pass."""
+        self._settled_for: float | None = None
+        """The last activity of the idle stretch the settling pass last ran in."""
+        self.settled_sessions = 0
+
+    def health(self) -> dict[str, Any]:
+        """Upkeep's part of the service's `health`."""
+        return {
+            "auto_learn": {
+                "enabled": self.auto_learn,
+                "running": self._learning,
+                "last": self.last_learn,
+            },
+            # Sessions settled when idle, their SessionEnd never having come.
+            "settled_sessions": self.settled_sessions,
+        }
+
+    # ------------------------------------------------------------------ learning
+
+    async def read_last_learn(self) -> None:
+        """What the last learn before this service did (for `health`)."""
+        from octygraph import learning
+
+        self.last_learn = await asyncio.to_thread(learning.last_learn, self.home)
+
+    def learn_if_due(self) -> None:
+        """Start learning from the user's examples when `OCTY_AUTO_LEARN` is on and the examples file
+        changed since the last look (`learning.learn_due` decides whether enough are new)."""
+        if not self.auto_learn or self._learning:
+            return
+        from octygraph.feedback import examples_path
+
+        try:
+            info = examples_path(self.home).stat()
+        except OSError:
+            return
+        seen = (info.st_ino, info.st_mtime_ns, info.st_size)
+        if seen == self._examples_seen:
+            return
+        self._examples_seen = seen
+        self._learning = True
+        self._start(self._learn())
+
+    async def _learn(self) -> None:
+        try:
+            from octygraph import learning
+
+            if not await asyncio.to_thread(learning.learn_due, self.home):
+                return
+            log.info("learning the storage verdict from your examples, in the background")
+            report = await asyncio.to_thread(self._run_learner)
+            if not report.get("ran"):
+                return  # another learn held the lock, or it was no longer due
+            self.last_learn = await asyncio.to_thread(learning.last_learn, self.home) or report
+            if report.get("shipped"):
+                log.info("learned: %s (%s)", report.get("reason"), report.get("checked"))
+            else:
+                log.info("not learned: %s (%s)", report.get("reason"), report.get("checked"))
+        except Exception:
+            log.exception("learning from your examples failed")
+        finally:
+            self._learning = False
+
+    def _run_learner(self) -> dict[str, Any]:
+        """`python -m octygraph.learning` at low priority; its one-line JSON report."""
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "octygraph.learning"],
+            cwd=self.home,
+            env={**os.environ, "OCTYBOT_HOME": str(self.home)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # a service that stops does not take it along
+        )
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, proc.pid, LEARN_NICE)
+        try:
+            out, err = proc.communicate(timeout=LEARN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        lines = out.strip().splitlines()
+        try:
+            report = json.loads(lines[-1]) if lines else None
+        except ValueError:
+            report = None
+        if isinstance(report, dict):
+            return report
+        last = (err.strip().splitlines() or ["no output"])[-1]
+        return {
+            "ran": True,
+            "shipped": False,
+            "reason": f"The learning process failed (exit {proc.returncode}: {last}); nothing changed.",
+        }
+
+    # ------------------------------------------------------------------ sessions
+
+    async def note_request(self, event: str, raw: bytes, env: dict[str, str], cwd: object) -> None:
+        """Remember the session a request came from, for the settling pass (after its reply)."""
+        self._note(await asyncio.to_thread(self._session_of, event, raw, env, cwd))
+
+    def _session_of(
+        self, event: str, raw: bytes, env: dict[str, str], cwd: object
+    ) -> tuple[Path, Settings | None] | None:
+        """The session log a request wrote to and the settings it ran with (None for a SessionEnd,
+        whose pass has run: what the session stored is marked settled). None when it names no
+        session; never raises."""
+        try:
+            from octygraph.claude import hook_io
+            from octygraph.config.settings import Settings, is_folder
+            from octygraph.pipeline.sessions import SessionLog
+
+            request = hook_io.parse_payload(event, raw)
+            if request is None or not request.session_id:
+                return None
+            folder = request.cwd or (cwd if isinstance(cwd, str) else "")
+            settings = Settings.from_env(
+                env=env, cwd=Path(folder) if folder and is_folder(folder) else None
+            )
+            session = SessionLog(settings.paths.memory_dir, request.session_id)
+            if event == "session-end":
+                session.mark_settled(session.stored())
+                return session.path, None
+            return session.path, settings
+        except Exception as exc:
+            log.debug("session not noted: %s", exc)
+            return None
+
+    def _note(self, noted: tuple[Path, Settings | None] | None) -> None:
+        """Remember (in the loop's thread) the settings of a session's requests for the settling pass."""
+        if noted is None:
+            return
+        path, settings = noted
+        if settings is None:  # it ended
+            self._sessions.pop(path, None)
+            return
+        self._sessions[path] = settings
+        self._sessions.move_to_end(path)
+        while len(self._sessions) > KNOWN_SESSIONS:
+            self._sessions.popitem(last=False)
+
+    def settle_when_idle(self, stores: StoreLease) -> bool:
+        """Start the settling pass once per idle stretch, when idle long enough; whether it started."""
+        since = self._quiet_since()
+        if since is None or since == self._settled_for:
+            return False
+        if time.monotonic() - since < min(self.idle_s, SETTLE_IDLE_S):
+            return False
+        self._settled_for = since
+        self._start(self._settle_sessions(stores))
+        return True
+
+    async def _settle_sessions(self, stores: StoreLease) -> None:
+        """The SessionEnd pass for every session that stored memories since it was last settled."""
+        from octygraph.pipeline.sessions import every_log
+
+        try:
+            sessions = await asyncio.to_thread(every_log, self.home)
+        except OSError as exc:
+            log.warning("sessions not settled: %s", exc)
+            return
+        for session in sessions:
+            if self._quiet_since() != self._settled_for:
+                return  # a request came (the session may be going on), or the service stops
+            ids = await asyncio.to_thread(session.unsettled)
+            if not ids:
+                continue
+            try:
+                done = await self._consolidate(stores, session.path, ids)
+            except Exception as exc:  # tried again at the next idle stretch
+                log.warning("session %s not settled: %s", session.path.stem, exc)
+                continue
+            if done is None:
+                continue
+            await asyncio.to_thread(session.mark_settled, ids)
+            self._sessions.pop(session.path, None)
+            self.settled_sessions += 1
+            log.info(
+                "session %s settled without its SessionEnd: %d candidates confirmed, %d merged",
+                session.path.stem,
+                len(done.confirmed),
+                len(done.merged),
+            )
+
+    async def _consolidate(
+        self, stores: StoreLease, log_path: Path, ids: list[str]
+    ) -> Settled | None:
+        """`consolidate` the session's ids in its project's store; None when it cannot be written now.
+
+        A session this service did not serve (a stopped service did) is settled in the store the
+        service's own settings name for its project."""
+        from octygraph.config.settings import Settings
+        from octygraph.consolidation import Settled, consolidate
+        from octygraph.services import store_exists
+
+        settings = self._sessions.get(log_path)
+        if settings is None:
+            project = log_path.parent.parent.parent.name  # projects/<id>/memory/sessions/<file>
+            settings = Settings.from_env(env=os.environ, cwd=self.home, project_id=project)
+        if not await asyncio.to_thread(store_exists, settings):
+            return Settled()  # nothing was kept where it would be: nothing to settle
+        async with stores(settings) as store:
+            if getattr(store, "read_only", False):
+                return None
+            return await asyncio.to_thread(consolidate, store, ids)
