@@ -2,6 +2,7 @@
 
     python bench/judgement_cv.py                 # the shipped procedure, per project and pooled
     python bench/judgement_cv.py --forms         # also the storage filter's forms alone, and the two together
+    python bench/judgement_cv.py --forms --alone 0.045   # and the verdict alone, its bar at 4.5% false-store
 
 For each project of `../shared/data/realtraffic-dev` and `realtraffic-train` in turn, the storage verdict
 is fitted (`training/train_verdict.fit`: bars chosen by cross-validation over the other projects)
@@ -13,7 +14,10 @@ items that express no labelled memory), for active memories and, beside them, wi
 measured on a project the verdict was fitted on. `--forms` adds the storage filter's hand-written
 forms and gate without the verdict (`learned=False`: not fitted on these prompts, but its forms were
 written while reading the development split, so its figures there are not evidence), and the shipped
-combination: the forms, then the leave-project-out verdict where they keep nothing.
+combination: the forms, then the leave-project-out verdict where they keep nothing. `--alone 0.045`
+adds the one-model design the forms would give way to: the verdict alone (the forms only among its
+features, their refusals holding), its bar at that out-of-fold false-store rate, paired with the shipped
+combination.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,10 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from octygraph.judgement.storage import filter_storage
 from training.real_prompts import Prompt, load_prompts, load_written, stored_figures
-from training.train_verdict import fit, kept
+from training.train_verdict import MAX_FALSE_STORE, fit_at, kept
 
 RESAMPLES = 1000
 SEED = 11
+SHIPPED = "forms + verdict, refusals hold (shipped)"
+ALONE = "verdict alone, bar at "
 
 
 def stored_texts(prompt: Prompt, segments: tuple[int, ...], whole: bool) -> list[str]:
@@ -47,20 +53,32 @@ def stored_texts(prompt: Prompt, segments: tuple[int, ...], whole: bool) -> list
 
 
 def leave_project_out(
-    prompts: list[Prompt], written: list[Prompt]
-) -> tuple[list[list[str]], list[list[str]], list[list[str]], list[list[str]]]:
+    prompts: list[Prompt], written: list[Prompt], alone: Sequence[float] = ()
+) -> tuple[
+    list[list[str]], list[list[str]], list[list[str]], list[list[str]], list[list[list[str]]]
+]:
     """Per prompt, what is stored as active memories, with the candidates beside them, and the same
     two where the forms' refusals hold too (as shipped); each project scored by the verdict fitted
-    without it."""
+    without it. Last, for each false-store rate of `alone`, what the verdict alone (the forms only
+    its features and refusals) stores as active memories with its bar at that rate."""
     active: list[list[str]] = [[] for _ in prompts]
     candidate: list[list[str]] = [[] for _ in prompts]
     unrefused: list[list[str]] = [[] for _ in prompts]
     unrefused_candidate: list[list[str]] = [[] for _ in prompts]
+    alone_active: list[list[list[str]]] = [[[] for _ in prompts] for _ in alone]
     projects = sorted({p.project for p in prompts})
     for held in track(projects, description="leave-project-out"):
-        verdict = fit([p for p in prompts if p.project != held] + written)
+        verdict, *at_rates = fit_at(
+            [p for p in prompts if p.project != held] + written, [MAX_FALSE_STORE, *alone]
+        )
         for i, prompt in enumerate(prompts):
-            if prompt.project != held or (k := kept(verdict, prompt)) is None:
+            if prompt.project != held:
+                continue
+            for stored, at_rate in zip(alone_active, at_rates, strict=True):
+                k = kept(at_rate, prompt, forms=True)
+                if k is not None and k.active:
+                    stored[i] = stored_texts(prompt, k.segments, k.whole)
+            if (k := kept(verdict, prompt)) is None:
                 continue
             texts = stored_texts(prompt, k.segments, k.whole)
             candidate[i] = texts
@@ -71,7 +89,7 @@ def leave_project_out(
                 unrefused_candidate[i] = stored_texts(prompt, k.segments, k.whole)
                 if k.active:
                     unrefused[i] = unrefused_candidate[i]
-    return active, candidate, unrefused, unrefused_candidate
+    return active, candidate, unrefused, unrefused_candidate, alone_active
 
 
 def forms_only(prompts: list[Prompt]) -> list[list[str]]:
@@ -181,11 +199,14 @@ def _pooled(
                 cells.append(f"{f[key]:.1f}")
         pooled.add_row(name, *cells, f"{f['items']:.0f}")
     console.print(pooled)
-    if resamples and "forms" in systems and len(systems) > 3:
-        shipped = list(systems)[-1]
+    if not resamples or SHIPPED not in systems:
+        return
+    pairs = [(list(systems)[-1], "forms")]  # what the candidates add
+    pairs += [(name, SHIPPED) for name in systems if name.startswith(ALONE)]
+    for new, old in pairs:
         for key in ("false_store", "store_recall", "junk"):
-            delta, lo, hi = paired(prompts, systems[shipped], systems["forms"], key, rng)
-            console.print(f"  {shipped} - forms, {key}: {delta:+.1f} ({lo:+.1f} to {hi:+.1f})")
+            delta, lo, hi = paired(prompts, systems[new], systems[old], key, rng)
+            console.print(f"  {new} - {old}, {key}: {delta:+.1f} ({lo:+.1f} to {hi:+.1f})")
 
 
 def main() -> int:
@@ -193,18 +214,28 @@ def main() -> int:
     ap.add_argument(
         "--forms", action="store_true", help="also score the forms alone and forms + verdict"
     )
+    ap.add_argument(
+        "--alone",
+        type=float,
+        nargs="+",
+        default=[],
+        metavar="RATE",
+        help="also the verdict alone, its bar at these out-of-fold false-store rates (e.g. 0.045)",
+    )
     ap.add_argument("--no-intervals", action="store_true", help="skip the session resampling")
     args = ap.parse_args()
     console = Console()
     prompts = load_prompts()
-    active, candidate, unrefused, unrefused_candidate = leave_project_out(prompts, load_written())
+    active, candidate, unrefused, unrefused_candidate, alone = leave_project_out(
+        prompts, load_written(), args.alone
+    )
     systems = {"verdict (active)": active, "verdict (+candidates)": candidate}
+    for rate, stored in zip(args.alone, alone, strict=True):
+        systems[f"{ALONE}{rate:.1%}"] = stored
     if args.forms:
         rules = forms_only(prompts)
         systems["forms"] = rules
-        systems["forms + verdict, refusals hold (shipped)"] = [
-            r or a for r, a in zip(rules, unrefused, strict=True)
-        ]
+        systems[SHIPPED] = [r or a for r, a in zip(rules, unrefused, strict=True)]
         # What the shipped filter stores at all: its active memories, and candidates where it has none.
         systems["shipped, with its candidates"] = [
             r or c for r, c in zip(rules, unrefused_candidate, strict=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -121,8 +122,9 @@ def bar_for(prompts: list[Prompt], scores: np.ndarray, max_false_store: float) -
     return float(min(0.999, tops[allowed] + 1e-6)) if allowed < len(tops) else 0.0
 
 
-def fit(prompts: list[Prompt]) -> StorageVerdict:
-    """The verdict fitted on `prompts` (real and written), its bars from project folds of the real ones."""
+def out_of_fold(prompts: list[Prompt]) -> tuple[list[Prompt], np.ndarray]:
+    """The real prompts among `prompts` and their message scores, each from a layer fitted on the
+    other project folds: what the bars are read off."""
     folds = project_folds(prompts, INNER_FOLDS)
     real = [i for i, f in enumerate(folds) if f >= 0]
     scores = np.zeros(len(prompts))
@@ -131,14 +133,23 @@ def fit(prompts: list[Prompt]) -> StorageVerdict:
         test = [i for i, g in enumerate(folds) if g == f]
         message = fit_message_layer(train)
         scores[test] = message_scores(message, [prompts[i] for i in test])
-    real_prompts = [prompts[i] for i in real]
+    return [prompts[i] for i in real], scores[real]
+
+
+def fit(prompts: list[Prompt]) -> StorageVerdict:
+    """The verdict fitted on `prompts` (real and written), its bars from project folds of the real ones."""
+    return fit_at(prompts, [MAX_FALSE_STORE])[0]
+
+
+def fit_at(prompts: list[Prompt], false_stores: Sequence[float]) -> list[StorageVerdict]:
+    """`fit`, one verdict for each active bar's out-of-fold false-store: the same layers, bars apart."""
+    real_prompts, scores = out_of_fold(prompts)
     message, segment = fit_layers(prompts)
-    return StorageVerdict(
-        message,
-        segment,
-        bar_for(real_prompts, scores[real], MAX_FALSE_STORE),
-        bar_for(real_prompts, scores[real], MAX_CANDIDATE_FALSE_STORE),
-    )
+    candidate_bar = bar_for(real_prompts, scores, MAX_CANDIDATE_FALSE_STORE)
+    return [
+        StorageVerdict(message, segment, bar_for(real_prompts, scores, rate), candidate_bar)
+        for rate in false_stores
+    ]
 
 
 def kept(verdict: StorageVerdict, prompt: Prompt, *, forms: bool = False) -> Kept | None:
