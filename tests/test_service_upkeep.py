@@ -8,11 +8,13 @@ folder) except where the test is that a refit worse on them is refused.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,9 +26,13 @@ from octygraph.judgement.storage import filter_storage
 from octygraph.judgement.verdict import user_verdict_path
 from octygraph.pipeline.sessions import SessionLog, every_log
 from octygraph.service import protocol
+from octygraph.service.pool import StorePool
+from octygraph.service.upkeep import Upkeep
 from octygraph.services import open_store
 from octygraph.store import MemoryStore, Node
+from tests.llm_server import openai_server, tool_reply
 from tests.refits import SHARED
+from tests.test_consolidation_judge import PROMPTS, write_transcript
 from tests.test_learning import DROP, KEEP, WHEN, examples, write_examples
 from tests.test_service import Env, _nodes, _run_hook, _stored_soon, env
 
@@ -146,6 +152,79 @@ def test_one_learn_at_a_time(tmp_path: Path) -> None:
         os.close(fd)
     assert not user_verdict_path(home).exists() and learning.last_learn(home) is None
     assert learning.learn_due(home)  # the busy attempts were not counted as learns
+
+
+def test_the_idle_pass_judges_a_session_with_the_transcript_its_requests_named(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code was killed: no SessionEnd. The service saw the session's prompt (which names its
+    transcript) and, with an LLM configured, the idle pass judges the session's candidate as SessionEnd
+    would. A session only an earlier service saw is settled without the judge."""
+    settings = Settings.from_env()
+    with open_store(settings) as store:
+        served = store.add_node(
+            "instruction", PROBE, attributes=candidates.candidate_attributes(0.4)
+        )
+        unseen = store.add_node(
+            "fact", "Deploys go through staging.", attributes=candidates.candidate_attributes(0.4)
+        )
+    memory = settings.paths.memory_dir
+    killed, earlier = SessionLog(memory, "killed"), SessionLog(memory, "earlier")
+    killed.add(stored=[served.id])
+    earlier.add(stored=[unseen.id])
+    transcript = write_transcript(home.parent / "killed.jsonl", PROMPTS)
+    prompt = {"hook_event_name": "UserPromptSubmit", "prompt": PROMPTS[0]}
+    resumed = {"hook_event_name": "SessionStart", "source": "resume"}  # names no transcript
+    asked: list[list[str]] = []
+
+    def answer(body: dict[str, Any]) -> Any:
+        listed = body["messages"][-1]["content"].split("Candidate memories")[1].splitlines()[1:]
+        asked.append([line.split(",")[0] for line in listed if line.strip()])
+        verdicts = [{"id": i, "verdict": "keep", "why": "a standing preference"} for i in asked[-1]]
+        return tool_reply(("CandidateVerdicts", {"verdicts": verdicts}))
+
+    with openai_server([answer]) as server:
+        monkeypatch.setenv("OCTY_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("OCTY_LLM_API_KEY", "sk-test")
+        monkeypatch.setenv("PATH", "")  # no claude command to fall back on
+        session = {"session_id": "killed", "cwd": str(Path.cwd())}
+        upkeep = asyncio.run(
+            idle_after(
+                home,
+                ("prompt", {**prompt, **session, "transcript_path": str(transcript)}),
+                ("session-start", {**resumed, **session}),
+            )
+        )
+    assert asked == [[served.id]]  # once, for the session it served
+    assert upkeep.settled_sessions == 2 and killed.unsettled() == earlier.unsettled() == []
+    with open_store(settings) as store:
+        judged, left = store.get_node(served.id), store.get_node(unseen.id)
+    assert judged is not None and not candidates.is_candidate(judged)
+    assert judged.attributes["confirmed"] == "judged"
+    assert judged.attributes["judged"]["why"] == "a standing preference"
+    assert left is not None and candidates.is_candidate(left) and "judged" not in left.attributes
+
+
+async def idle_after(home: Path, *requests: tuple[str, dict[str, Any]]) -> Upkeep:
+    """The upkeep of a service that answered `requests` and has been idle since: its settling pass."""
+    started: list[asyncio.Task[None]] = []
+    last_request = time.monotonic() - 120
+    upkeep = Upkeep(
+        home,
+        idle_s=60,
+        start=lambda work: started.append(asyncio.create_task(work)),
+        quiet_since=lambda: last_request,
+    )
+    for event, payload in requests:
+        await upkeep.note_request(event, json.dumps(payload).encode(), dict(os.environ), None)
+    pool = StorePool()
+    try:
+        assert upkeep.settle_when_idle(pool.lease)
+        assert not upkeep.settle_when_idle(pool.lease)  # once per idle stretch
+        await asyncio.gather(*started)
+    finally:
+        pool.close_all()
+    return upkeep
 
 
 # --------------------------------------------------------------------------------------------- the service

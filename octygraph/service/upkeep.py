@@ -7,7 +7,9 @@
   which, and why.
 - Once the service has been idle `SETTLE_IDLE_S` (or before it stops for idleness), every session that
   stored memories since it was last settled, SessionEnd never having come (Claude Code killed), gets the
-  SessionEnd consolidation pass (`octygraph.consolidation`), and its session log says so.
+  SessionEnd consolidation pass (`octygraph.consolidation`), and its session log says so. With an LLM
+  configured, its candidates are judged too, with the transcript its requests named (a session only a
+  service before this one served is settled without the judge: its transcript is not known).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from octygraph.config.settings import Settings
@@ -45,6 +47,15 @@ Start = Callable[[Coroutine[Any, Any, None]], None]
 """Runs upkeep work as a task the service waits for when it stops."""
 
 
+class KnownSession(NamedTuple):
+    """What the settling pass needs of a session this service served."""
+
+    settings: Settings
+    """The settings its requests ran with."""
+    transcript_path: str
+    """Claude Code's transcript of the session, for the judge ("" when no request named one)."""
+
+
 class Upkeep:
     """The service's upkeep: what its learning did, and the sessions its requests came from."""
 
@@ -64,8 +75,8 @@ class Upkeep:
         """What the last learn did (this service's, or before it the command's or another service's)."""
         self._learning = False
         self._examples_seen: tuple[int, int, int] | None = None
-        self._sessions: collections.OrderedDict[Path, Settings] = collections.OrderedDict()
-        """Session log -> the `Settings` its requests ran with, for the idle settling pass."""
+        self._sessions: collections.OrderedDict[Path, KnownSession] = collections.OrderedDict()
+        """Session log -> what its requests said, for the idle settling pass."""
         self._settled_for: float | None = None
         """The last activity of the idle stretch the settling pass last ran in."""
         self.settled_sessions = 0
@@ -169,10 +180,10 @@ class Upkeep:
 
     def _session_of(
         self, event: str, raw: bytes, env: dict[str, str], cwd: object
-    ) -> tuple[Path, Settings | None] | None:
-        """The session log a request wrote to and the settings it ran with (None for a SessionEnd,
-        whose pass has run: what the session stored is marked settled). None when it names no
-        session; never raises."""
+    ) -> tuple[Path, KnownSession | None] | None:
+        """The session log a request wrote to, with the settings it ran with and the transcript it
+        named (None for a SessionEnd, whose pass has run: what the session stored is marked settled).
+        None when it names no session; never raises."""
         try:
             from octygraph.claude import hook_io
             from octygraph.config.settings import Settings, is_folder
@@ -189,20 +200,24 @@ class Upkeep:
             if event == "session-end":
                 session.mark_settled(session.stored())
                 return session.path, None
-            return session.path, settings
+            # A SessionStart request names no transcript.
+            return session.path, KnownSession(settings, getattr(request, "transcript_path", ""))
         except Exception as exc:
             log.debug("session not noted: %s", exc)
             return None
 
-    def _note(self, noted: tuple[Path, Settings | None] | None) -> None:
-        """Remember (in the loop's thread) the settings of a session's requests for the settling pass."""
+    def _note(self, noted: tuple[Path, KnownSession | None] | None) -> None:
+        """Remember (in the loop's thread) what the settling pass needs of a session."""
         if noted is None:
             return
-        path, settings = noted
-        if settings is None:  # it ended
+        path, known = noted
+        if known is None:  # it ended
             self._sessions.pop(path, None)
             return
-        self._sessions[path] = settings
+        before = self._sessions.get(path)
+        if not known.transcript_path and before is not None:  # the one named before still holds
+            known = known._replace(transcript_path=before.transcript_path)
+        self._sessions[path] = known
         self._sessions.move_to_end(path)
         while len(self._sessions) > KNOWN_SESSIONS:
             self._sessions.popitem(last=False)
@@ -244,30 +259,40 @@ class Upkeep:
             self._sessions.pop(session.path, None)
             self.settled_sessions += 1
             log.info(
-                "session %s settled without its SessionEnd: %d candidates confirmed, %d merged",
+                "session %s settled without its SessionEnd: %d candidates confirmed, %d merged, "
+                "%d judged kept, %d judged dropped",
                 session.path.stem,
                 len(done.confirmed),
                 len(done.merged),
+                len(done.judged_kept),
+                len(done.judged_dropped),
             )
 
     async def _consolidate(
         self, stores: StoreLease, log_path: Path, ids: list[str]
     ) -> Settled | None:
-        """`consolidate` the session's ids in its project's store; None when it cannot be written now.
+        """`consolidate` the session's ids in its project's store, judged with its transcript when an
+        LLM is configured; None when the store cannot be written now.
 
         A session this service did not serve (a stopped service did) is settled in the store the
-        service's own settings name for its project."""
+        service's own settings name for its project, without the judge: its transcript is unknown."""
         from octygraph.config.settings import Settings
-        from octygraph.consolidation import Settled, consolidate
+        from octygraph.consolidation import Settled, consolidate, session_judge
         from octygraph.services import store_exists
 
-        settings = self._sessions.get(log_path)
-        if settings is None:
+        known = self._sessions.get(log_path)
+        if known is None:
             project = log_path.parent.parent.parent.name  # projects/<id>/memory/sessions/<file>
-            settings = Settings.from_env(env=os.environ, cwd=self.home, project_id=project)
+            known = KnownSession(
+                Settings.from_env(env=os.environ, cwd=self.home, project_id=project), ""
+            )
+        settings = known.settings
         if not await asyncio.to_thread(store_exists, settings):
             return Settled()  # nothing was kept where it would be: nothing to settle
         async with stores(settings) as store:
             if getattr(store, "read_only", False):
                 return None
-            return await asyncio.to_thread(consolidate, store, ids)
+            # Made on the service's loop: the judge's calls run there while `consolidate` waits for
+            # them in a worker thread.
+            judge = session_judge(settings, known.transcript_path)
+            return await asyncio.to_thread(consolidate, store, ids, judge=judge)
