@@ -51,13 +51,13 @@ from octygraph.config.settings import Settings  # noqa: E402
 from octygraph.embeddings import local_embeddings  # noqa: E402
 from octygraph.heuristics.classify import classify  # noqa: E402
 from octygraph.heuristics.plan import plan_retrieval  # noqa: E402
-from octygraph.judgement.storage import filter_storage, has_durable  # noqa: E402
+from octygraph.judgement.storage import filter_storage  # noqa: E402
 from octygraph.llm.usage import UsageTracker  # noqa: E402
 from octygraph.models import InstructionList  # noqa: E402
 from octygraph.pipeline import prompts  # noqa: E402
 from octygraph.pipeline.context import Context  # noqa: E402
 from octygraph.pipeline.graph import NODE_NAMES  # noqa: E402
-from octygraph.pipeline.nodes.plan import split_instructions  # noqa: E402
+from octygraph.pipeline.nodes.judge_storage import split_instructions, with_verdict  # noqa: E402
 from octygraph.pipeline.runner import RunOptions, run_prompt  # noqa: E402
 from octygraph.profiles.manager import build_database, builtin_graph  # noqa: E402
 from octygraph.store import MemoryStore  # noqa: E402
@@ -84,8 +84,8 @@ class ScriptedBrain:
     """Answers each LLM call of a run by looking at which prompt it is (they run in parallel)."""
 
     def __init__(self, prompt: str, known: list[str]) -> None:
-        self.classification = classify(
-            prompt, known_entities=known, durable=lambda: has_durable(prompt)
+        self.classification = with_verdict(
+            classify(prompt, known_entities=known), prompt, assistant=False
         )
         self.plan = plan_retrieval(prompt, self.classification)
         # As the deterministic path answers: the rules are instructions, the rest is stored.

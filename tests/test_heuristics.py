@@ -18,8 +18,9 @@ from octygraph.heuristics.reconcile import judge, replacement_signal
 from octygraph.heuristics.safety import is_grounded, looks_like_injection, redact_secrets
 from octygraph.heuristics.text import split_sentences
 from octygraph.judgement.gate import Judged, storage_gate
-from octygraph.judgement.storage import filter_storage, has_durable
+from octygraph.judgement.storage import filter_storage
 from octygraph.models import Classification, ExtractedInstruction, RetrievalPlan
+from octygraph.pipeline.nodes.judge_storage import with_verdict
 
 TODAY = date(2026, 3, 11)  # a Wednesday
 
@@ -29,8 +30,9 @@ def classify(
     known_entities: Gazetteer | Iterable[str] | Mapping[str, str] = (),
     today: date | None = None,
 ) -> Classification:
-    """The deterministic classification with the storage decision's verdict, as the pipeline asks it."""
-    return classify_sentences(prompt, known_entities, today, durable=lambda: has_durable(prompt))
+    """L1 without a model, as the pipeline makes it: the deterministic classification, with the storage
+    verdict as its store flag."""
+    return with_verdict(classify_sentences(prompt, known_entities, today), prompt, assistant=False)
 
 
 def instruction(sentence: str) -> ExtractedInstruction | None:
@@ -65,6 +67,15 @@ def test_telling_a_fact_stores_it_with_its_entities() -> None:
     assert (item.type, item.content, item.correction) == ("fact", prompt, False)
     assert item.entities == ["Peter", "Anderson"]
     assert instruction(prompt) is None  # a description, not a directive
+
+
+def test_whether_to_store_is_the_verdicts_call_not_the_sentence_patterns() -> None:
+    prompt = "Peter handles the Anderson account"
+    told = classify_sentences(prompt, today=TODAY)
+    assert told.implied_facts == [prompt] and not told.operations.store
+    assert with_verdict(told, prompt, assistant=False).operations.store
+    asked = classify_sentences("Who handles Anderson?", today=TODAY)
+    assert not with_verdict(asked, "Who handles Anderson?", assistant=False).operations.store
 
 
 def test_asking_retrieves_only_with_an_entity_lookup() -> None:

@@ -78,7 +78,7 @@ def test_pipeline_step_by_step(places: tuple[Path, Path]) -> None:
     text = outputs(run_notebook("01_pipeline_step_by_step.ipynb", cwd))
     for node in ("classify", "plan", "retrieve_loop", "safety_nets", "assemble"):
         assert f"{node:<14} wrote" in text
-    assert f"{'store_loop':<14} wrote" not in text  # a question: nothing to store, half skipped
+    assert f"{'store_loop':<14} wrote" not in text  # a question: its store half ends once judged
     assert "instruction  From now on always run the smoke tests" in text
     assert (
         "always run the smoke tests before deploying the billing service"
@@ -94,7 +94,6 @@ def test_trace_and_replay(places: tuple[Path, Path]) -> None:
     text = outputs(run_notebook("02_trace_and_replay.ipynb", cwd))
     assert "Peter handles the Anderson account" in text
     assert "['retrieve', 'store']" in text or "['store', 'retrieve']" in text  # the halves
-    assert "['retrieve']" in text  # the question runs the retrieve half alone
     assert "same context as the original run: True" in text
     assert "same context as the original run: False" in text
     replayed = text.split("--- replayed")[-1]

@@ -77,6 +77,7 @@ def test_the_three_examples_through_the_cli(home: Path) -> None:
         "safety_nets",
         "assemble",
         "curate",
+        "judge_storage",
         "total",
     ):
         assert stage in deploy["timings_ms"]
@@ -119,12 +120,14 @@ def test_checkpoints_show_parallel_loops_and_replay_reproduces(home: Path) -> No
             run_prompt("Who owns the billing service?", settings, store, RunOptions(offline=True))
         )
         assert "Maria owns the billing service" in second["context"]
-        # The two halves (subgraphs) start in the same step and neither waits for the other; a
-        # question, with nothing to store, runs the retrieve half alone.
-        steps = asyncio.run(checkpoint_steps(settings, first["trace_id"]))
-        assert any(sorted(s["next"]) == ["retrieve", "store"] for s in steps), steps
-        steps = asyncio.run(checkpoint_steps(settings, second["trace_id"]))
-        assert any(s["next"] == ["retrieve"] for s in steps), steps
+        # The two halves (subgraphs) start in the same step and neither waits for the other, for a
+        # question too: what to store is judged in the store half, beside retrieval.
+        for run in (first, second):
+            steps = asyncio.run(checkpoint_steps(settings, run["trace_id"]))
+            assert any(sorted(s["next"]) == ["retrieve", "store"] for s in steps), steps
+        # The question has nothing to store: its store half ends once it is judged.
+        assert "judge_storage" in second["timings_ms"] and "store_loop" not in second["timings_ms"]
+        assert "store_loop" in first["timings_ms"]
         replayed = asyncio.run(replay(second["trace_id"], settings, store))
         assert replayed["same"] and replayed["context"] == second["context"]
         assert first["stored"]

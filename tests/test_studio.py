@@ -170,7 +170,15 @@ def test_langgraph_dev_runs_the_graph_offline(dev_server: str) -> None:
     graph = client.assistants.get_graph(assistant["assistant_id"], xray=1)
     # The halves are subgraphs, drawn expanded: their nodes are `retrieve:assemble` and so on.
     drawn = {str(n["id"]).rsplit(":", 1)[-1] for n in graph["nodes"]}
-    assert {"classify", "plan", "retrieve_loop", "store_loop", "assemble", "curate"} <= drawn
+    assert {
+        "classify",
+        "plan",
+        "retrieve_loop",
+        "judge_storage",
+        "store_loop",
+        "assemble",
+        "curate",
+    } <= drawn
 
     thread = client.threads.create()
     told = client.runs.wait(
@@ -336,7 +344,8 @@ def test_runs_carry_node_subgraph_and_tool_names(
     runs = _all_runs(root)
     names = {r.name for r in runs}
     assert {"classify", "plan", "retrieve_loop", "safety_nets", "assemble", "curate"} <= names
-    # A question has nothing to store: the store half is skipped (graph.halves_to_run).
+    # A question has nothing to store: the store half ends once judged (graph.after_judging).
+    assert "judge_storage" in names
     assert not {"store_loop", "force_store", "reconcile"} & names
     assert "retrieve_agent" in names  # the ReAct subgraph, named at compile time
     [tool] = [r for r in runs if r.run_type == "tool"]

@@ -82,10 +82,7 @@ def test_the_heuristic_plan_names_only_registered_tools(home: Path) -> None:
         "How much revenue?",
     ]
     named = {
-        step.tool
-        for prompt in prompts
-        # Whether the prompt is stored does not change its plan.
-        for step in plan_retrieval(prompt, classify(prompt, durable=lambda: False)).steps
+        step.tool for prompt in prompts for step in plan_retrieval(prompt, classify(prompt)).steps
     }
     assert named and named <= set(PLAN_TOOLS)
 

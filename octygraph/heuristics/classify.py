@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import Final
 
@@ -163,7 +163,7 @@ def classify_sentence(s: Sentence, today: date) -> Classification:
         if s.hypothetical
         else [redact_secrets(p)[0] for p in _processes(s, kind)],
         intents=_intents(s, kind, speculative),
-        operations=Operations(retrieve=not s.greeting, store=kind is not None),
+        operations=Operations(retrieve=not s.greeting),
     )
 
 
@@ -171,22 +171,19 @@ def classify(
     prompt: str,
     known_entities: Gazetteer | Iterable[str] | Mapping[str, str] = (),
     today: date | None = None,
-    *,
-    durable: Callable[[], bool],
 ) -> Classification:
     """Classify a prompt without an LLM (the deterministic Layer 1).
 
     Each sentence is classified on its own and the results are merged, as the LLM path does.
-    Retrieval runs for everything but greetings; storage when some sentence tells something
-    concrete (an instruction, a correction, a fact, a real event, a dated plan, an opinion).
+    Retrieval runs for everything but greetings. Whether anything is worth storing is the storage
+    verdict's call, not the sentence patterns': the store flag stays false here, and the pipeline
+    sets it from the verdict (`pipeline.nodes.judge_storage.with_verdict`) beside retrieval.
 
     Args:
         prompt: The user's message.
         known_entities: Entity names from the database (or a name -> kind mapping, or a
             prebuilt `Gazetteer`), matched case-insensitively as whole words.
         today: Reference day for dates (defaults to the local date).
-        durable: The storage decision's verdict on `prompt` (`judgement.storage.has_durable`), asked
-            after the sentence rules, so the caller can compute it beside this call, in another thread.
 
     Returns:
         The merged classification; an empty prompt gives no operations.
@@ -197,9 +194,4 @@ def classify(
     if not texts:
         return Classification(operations=Operations(retrieve=False, store=False))
     parts = [classify_sentence(analyze(text, today, gazetteer), today) for text in texts]
-    merged = merge_classifications(parts)
-    # Whether anything is worth storing is the storage gate's call, not the sentence patterns'.
-    store = durable()
-    return merged.model_copy(
-        update={"operations": merged.operations.model_copy(update={"store": store})}
-    )
+    return merge_classifications(parts)

@@ -357,8 +357,8 @@ def has_durable(message: str, *, assistant: bool = False) -> bool:
     """Whether `filter_storage` would store anything of `message`: a segment that passes the gate or
     states a rule outright, and that no refusal (an injection, a slash command, code) takes back.
 
-    L1 sets its store operation from this, so a message it refuses costs no storage calls, with or
-    without a model. The gate's verdicts are cached, so storing later does not judge twice."""
+    Without a model, L1's store operation is this (set in the store half: `judge_storage`), so a message
+    it refuses costs no storage calls. The gate's verdicts are cached, so filtering does not judge twice."""
     return filter_storage(message, assistant=assistant).store
 
 

@@ -2,11 +2,11 @@
 
     classify -> plan -+-> retrieve: [retrieve_loop -+-> assemble -> curate] -> END
                       |             [safety_nets ---+                     ]
-                      +-> store:    [store_loop -> force_store -> reconcile] -> END
-                          (only when there may be something to store: `halves_to_run`)
+                      +-> store:    [judge_storage -> store_loop -> force_store -> reconcile] -> END
+                                                   (only when there is something to store: `after_judging`)
 
 Inside `retrieve`, the loop and the deterministic safety nets search side by side; assembly waits for
-both.
+both. What to store is judged first in `store`, so the answer never waits for the storage judgement.
 
 Each half is a compiled subgraph, one node of the parent graph: the parent's superstep barrier falls
 around the halves, not inside them, so retrieval never waits for storage. The runner answers as soon
@@ -24,6 +24,7 @@ from octygraph.pipeline.context import Context
 from octygraph.pipeline.nodes.assemble import assemble
 from octygraph.pipeline.nodes.classify import classify
 from octygraph.pipeline.nodes.curate import curate
+from octygraph.pipeline.nodes.judge_storage import judge_storage
 from octygraph.pipeline.nodes.loops import retrieve_loop, store_loop
 from octygraph.pipeline.nodes.plan import plan
 from octygraph.pipeline.nodes.safety_nets import safety_nets
@@ -38,7 +39,7 @@ from octygraph.pipeline.state import (
 )
 
 RETRIEVE_NODES = ("retrieve_loop", "safety_nets", "assemble", "curate")
-STORE_NODES = ("store_loop", "force_store", "reconcile")
+STORE_NODES = ("judge_storage", "store_loop", "force_store", "reconcile")
 NODE_NAMES = ("classify", "plan", *RETRIEVE_NODES, *STORE_NODES)
 """The pipeline's stages (docs/architecture.md): the parent's nodes and the halves' inner nodes."""
 
@@ -68,26 +69,28 @@ def retrieve_half() -> Half:
 
 @functools.cache
 def store_half() -> Half:
-    """store_loop -> force_store -> reconcile, as one subgraph."""
+    """judge_storage -> store_loop -> force_store -> reconcile, as one subgraph."""
     builder = StateGraph(
         PipelineState, context_schema=Context, input_schema=HalfInput, output_schema=StoreOutput
     )
+    builder.add_node("judge_storage", judge_storage)
     builder.add_node("store_loop", store_loop)
     builder.add_node("force_store", force_store)
     builder.add_node("reconcile", reconcile)
-    builder.add_edge(START, "store_loop")
+    builder.add_edge(START, "judge_storage")
+    builder.add_conditional_edges("judge_storage", after_judging, ["store_loop", END])
     builder.add_edge("store_loop", "force_store")
     builder.add_edge("force_store", "reconcile")
     builder.add_edge("reconcile", END)
     return builder.compile(name="store")  # type: ignore[return-value]
 
 
-def halves_to_run(state: PipelineState) -> list[str]:
-    """Both halves, or only `retrieve` when the store half has nothing to do.
+def after_judging(state: PipelineState) -> str:
+    """`store_loop`, or the store half's end when there is nothing to store.
 
-    Each store node returns at once unless L1 said to store, or the plan found items, candidates or
-    rules to store (see `store_loop`, `force_store`, `reconcile`); skipping the half then saves its three
-    steps and their checkpoint writes, which would compete with retrieval for the interpreter.
+    Each later store node returns at once unless L1 said to store, or the judgement found items,
+    candidates or rules to store (see `store_loop`, `force_store`, `reconcile`); ending here saves their
+    three steps and checkpoint writes, which would compete with retrieval for the interpreter.
     """
     classification = state.get("classification")
     storage = state.get("storage")
@@ -97,8 +100,8 @@ def halves_to_run(state: PipelineState) -> list[str]:
         or (storage is not None and (storage.items or storage.candidates))
         or state.get("instructions")
     ):
-        return ["retrieve", "store"]
-    return ["retrieve"]
+        return "store_loop"
+    return END
 
 
 def build_graph() -> StateGraph[PipelineState, Context, InputState, OutputState]:
@@ -113,8 +116,10 @@ def build_graph() -> StateGraph[PipelineState, Context, InputState, OutputState]
 
     builder.add_edge(START, "classify")
     builder.add_edge("classify", "plan")
-    # Fan out: both halves start in the same superstep, and neither waits for the other.
-    builder.add_conditional_edges("plan", halves_to_run, ["retrieve", "store"])
+    # Fan out: both halves start in the same superstep, and neither waits for the other. The store
+    # half always starts (it judges what to store, and ends there when there is nothing).
+    builder.add_edge("plan", "retrieve")
+    builder.add_edge("plan", "store")
     builder.add_edge("retrieve", END)
     builder.add_edge("store", END)
     return builder

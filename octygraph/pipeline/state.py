@@ -128,6 +128,9 @@ class PipelineState(InputState, total=False):
     context: str
     sections: dict[str, list[Record]]
     classification: Classification
+    classified_offline: bool
+    """L1 is the deterministic classifier (no model, the Stop hook, or the model's reply did not parse):
+    its store flag is then the storage verdict's, set in the store half (`judge_storage`)."""
     l1_raw: list[str]
     """Raw L1 replies (LLM path), for the trace."""
     plan: RetrievalPlan
@@ -152,13 +155,14 @@ class PipelineState(InputState, total=False):
 
 
 class HalfInput(TypedDict, total=False):
-    """What each half (subgraph) reads from the parent: the prompt and the L1/L1.5 results."""
+    """What each half (subgraph) reads from the parent: the prompt, L1's classification and the plan.
+
+    What to store is judged inside the store half (`judge_storage`), so retrieval never waits for it."""
 
     prompt: str
     classification: Classification
+    classified_offline: bool
     plan: RetrievalPlan
-    storage: StorageDecision
-    instructions: list[ExtractedInstruction]
 
 
 class RetrieveOutput(TypedDict, total=False):
@@ -175,8 +179,11 @@ class RetrieveOutput(TypedDict, total=False):
 
 
 class StoreOutput(TypedDict, total=False):
-    """What the store half hands back to the parent (with the model's refined storage judgement)."""
+    """What the store half hands back to the parent: its storage judgement (refined by the model when
+    there is one), and L1's classification with the storage verdict as its store flag when L1 had no
+    model (the retrieve half never writes it)."""
 
+    classification: Classification
     storage: StorageDecision
     instructions: list[ExtractedInstruction]
     stored: Annotated[list[Record], operator.add]

@@ -133,3 +133,17 @@ async def ask_structured(
     if parsed is None:
         return Asked(None, result.raw, result.error, layer("offline", short_reason(result.error)))
     return Asked(parsed, result.raw, result.error, answered(result.message))
+
+
+async def ask_or_fall_back(
+    ctx: Context, schema: Any, system: str, user: str, fallback: Any, label: str
+) -> tuple[Any, list[str], Layer]:
+    """The L2 model's structured answer, or `fallback` (the deterministic one) without a model or when
+    its answer did not parse: (answer, notes, layer). `label` names the step in the note."""
+    if ctx.l2_model is None:
+        return fallback, [], layer("offline", NO_MODEL)
+    asked = await ask_structured(ctx, ctx.l2_model, schema, system, user, "l2")
+    if asked.parsed is None:
+        note = f"{label} fell back to the deterministic path ({asked.error})"
+        return fallback, [note], asked.layer
+    return asked.parsed, [], asked.layer

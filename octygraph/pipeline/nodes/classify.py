@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-from collections.abc import Callable
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from octygraph.heuristics.classify import classify as classify_offline
 from octygraph.heuristics.text import split_sentences
-from octygraph.judgement.storage import has_durable
 from octygraph.models import Classification, merge_classifications
 from octygraph.pipeline import prompts
 from octygraph.pipeline.context import Context
@@ -19,36 +16,41 @@ from octygraph.pipeline.nodes._common import NO_MODEL, ask_structured, combine, 
 from octygraph.pipeline.nodes.plan import draft_plan
 from octygraph.pipeline.state import PipelineState
 
-_GATE_THREADS = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="octy-gate")
-"""Its own threads: a classify thread waits for the gate's verdict, so the two never share a pool."""
-
 
 @timed("classify")
 async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Classify each sentence (LLM, in parallel) and merge; fall back to the deterministic classifier."""
+    """Classify each sentence (LLM, in parallel) and merge; fall back to the deterministic classifier.
+
+    Whether to store is not asked here when L1 has no model: the storage verdict decides it in the
+    store half (`judge_storage`, told by `classified_offline`), so the answer never waits for it."""
     ctx = runtime.context
     prompt = state.get("prompt", "")
-    # The storage gate's model call releases the GIL: it runs beside the sentence rules, on the
-    # second core, instead of after them (an assistant's reply, as the Stop hook sends, read as one).
-    gate = _GATE_THREADS.submit(has_durable, prompt, assistant=ctx.store_only)
-    offline = await asyncio.to_thread(_classify_offline, ctx, prompt, gate.result)
     if ctx.store_only:
+        offline = await asyncio.to_thread(_classify_offline, ctx, prompt)
         offline_layer = {"classify": layer("offline", "the Stop hook classifies without a model")}
         # The Stop hook: what the assistant reported is only stored, never used to retrieve, and only
-        # when it reports something done or decided with lasting effect (not narration or next steps):
-        # the gate read it as a reply, so `offline` already says whether to store.
+        # when it reports something done or decided with lasting effect (not narration or next steps),
+        # as the verdict, reading it as a reply, says.
         return {
             "classification": offline.model_copy(
                 update={"operations": offline.operations.model_copy(update={"retrieve": False})}
             ),
+            "classified_offline": True,
             "layers": offline_layer,
         }
+    # The query's vector is embedded beside the sentence rules (the embedding model releases the GIL)
+    # and the LLM calls: the retrieve loop and the safety nets both need it whatever L1 says, and
+    # would otherwise each embed it at once, beside the storage judgement, on the answer's path.
+    warm = asyncio.create_task(asyncio.to_thread(_embed_query, ctx, prompt))
+    offline = await asyncio.to_thread(_classify_offline, ctx, prompt)
     if ctx.l1_model is None:
-        return {"classification": offline, "layers": {"classify": layer("offline", NO_MODEL)}}
+        await _embedded(warm)
+        return {
+            "classification": offline,
+            "classified_offline": True,
+            "layers": {"classify": layer("offline", NO_MODEL)},
+        }
 
-    # The query's vector is embedded alongside the LLM calls: the safety nets need it whatever the
-    # model says, and the deadline may leave them little time.
-    warm = asyncio.create_task(asyncio.to_thread(ctx.memory().embed_query, prompt))
     # The search plan is asked at the same time, with the deterministic classification as its hint:
     # classify and plan then cost one LLM round trip on the prompt's critical path, not two.
     planning = asyncio.create_task(draft_plan(ctx, prompt, offline))
@@ -66,10 +68,7 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     ]
     results = await asyncio.gather(*calls)
     drafted, plan_notes, plan_layer = await planning
-    try:
-        await warm
-    except Exception as exc:  # the nets will say so themselves
-        log.info("classify: embedding the query failed: %s", exc)
+    await _embedded(warm)
     raws = [r.raw for r in results]
     parts = [r.parsed for r in results]
     which = {"classify": combine([r.layer for r in results]), "plan": plan_layer}
@@ -78,6 +77,7 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
         errors = "; ".join(r.error for r in results if r.error)
         return {
             "classification": offline,
+            "classified_offline": True,
             "l1_raw": raws,
             "layers": which,
             **planned,
@@ -101,8 +101,18 @@ async def classify(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     }
 
 
-def _classify_offline(ctx: Context, prompt: str, durable: Callable[[], bool]) -> Classification:
+def _classify_offline(ctx: Context, prompt: str) -> Classification:
     """The deterministic classification with the store's known entities: one trip to a worker thread."""
-    return classify_offline(
-        prompt, known_entities=ctx.gazetteer(), today=ctx.day(), durable=durable
-    )
+    return classify_offline(prompt, known_entities=ctx.gazetteer(), today=ctx.day())
+
+
+def _embed_query(ctx: Context, prompt: str) -> None:
+    """The query's vector into the store's cache (opening the store, when first used, off the loop)."""
+    ctx.memory().embed_query(prompt)
+
+
+async def _embedded(warm: asyncio.Task[Any]) -> None:
+    try:
+        await warm
+    except Exception as exc:  # the nets will say so themselves
+        log.info("classify: embedding the query failed: %s", exc)

@@ -36,7 +36,7 @@ from octygraph.pipeline.nodes._common import (
     timed,
     tool_call,
 )
-from octygraph.pipeline.nodes.plan import refine_storage
+from octygraph.pipeline.nodes.judge_storage import refine_storage
 from octygraph.pipeline.state import PipelineState, Record, ToolCall
 from octygraph.pipeline.tools import registry
 from octygraph.store import StoreError
@@ -338,7 +338,7 @@ async def store_loop(
     classification = state.get("classification") or Classification()
     if ctx.read_only or ctx.l2_model is None or not classification.operations.store:
         return {}
-    # What to store is judged here, after the answer, not before it (see `plan`).
+    # The model refines the deterministic judgement (`judge_storage`) here, off the answer's path.
     storage, instructions, refined_notes, refined = await refine_storage(
         ctx, state.get("prompt", ""), classification, storage, list(instructions)
     )
