@@ -6,12 +6,15 @@ from __future__ import annotations
 import dataclasses
 from datetime import date
 
+import pytest
+
+from octygraph.candidates import is_candidate
 from octygraph.pipeline.context import Context
 from octygraph.pipeline.graph import retrieve_half
 from octygraph.pipeline.nodes.assemble import collect
 from octygraph.pipeline.tools import writes
 from octygraph.pipeline.tools.writes import RUN, written_by
-from octygraph.store import MemoryStore
+from octygraph.store import MemoryStore, Node
 
 TODAY = date(2026, 11, 16)
 PROMPT = "Who handles the Anderson account?"
@@ -30,7 +33,9 @@ def test_the_safety_nets_search_beside_the_retrieve_loop() -> None:
     assert {("retrieve_loop", "assemble"), ("safety_nets", "assemble")} <= edges
 
 
-def test_what_a_run_writes_carries_its_id(store: MemoryStore) -> None:
+def test_what_a_run_writes_carries_its_id(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     stored = writes.store_memory(
         store,
         node_type="fact",
@@ -59,6 +64,17 @@ def test_what_a_run_writes_carries_its_id(store: MemoryStore) -> None:
         candidate=0.4,
         run_id="run-3",
     )
+    # Confirmed and stamped in one write: retrieval, running beside the store half, never reads
+    # it confirmed but not yet this run's (it would give the prompt back its own statement).
+    seen: list[Node] = []
+    set_attributes = store.set_attributes
+
+    def watched(node_id: str, **attributes: object) -> Node:
+        node = set_attributes(node_id, **attributes)
+        seen.append(node)
+        return node
+
+    monkeypatch.setattr(store, "set_attributes", watched)
     again = writes.store_memory(
         store,
         node_type="instruction",
@@ -68,6 +84,7 @@ def test_what_a_run_writes_carries_its_id(store: MemoryStore) -> None:
     )
     confirmed = store.get_node(again.records[0]["id"])
     assert confirmed is not None and written_by(confirmed, "run-4")
+    assert seen and all(written_by(n, "run-4") for n in seen if not is_candidate(n))
 
 
 def test_a_run_leaves_out_only_what_it_wrote_itself(store: MemoryStore) -> None:

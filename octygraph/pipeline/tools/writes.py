@@ -184,10 +184,11 @@ def store_memory(
             existing = hit.node
 
             record_access(store, [existing.id])  # said again: it matters (ranks the start block)
-            promoted = confirm(store, existing.id, "restated")
+            # Stamped in the same write: retrieval, running beside this, must never see the
+            # candidate confirmed but not yet marked as this run's (it would echo the prompt back).
+            stamp = {RUN: run_id} if run_id is not None else {}
+            promoted = confirm(store, existing.id, "restated", **stamp)
             if promoted is not None:
-                if run_id is not None:
-                    promoted = store.set_attributes(promoted.id, **{RUN: run_id})
                 return ToolResult(
                     f"Confirmed [{promoted.id}] {promoted.content}: said again, no longer a candidate.",
                     [to_record(promoted, "store_memory")],
