@@ -99,3 +99,20 @@ def test_a_run_leaves_out_only_what_it_wrote_itself(store: MemoryStore) -> None:
 
     assert given("now") == []  # the user's own message, said this very run
     assert given("later") == [told]
+
+
+def test_a_prompt_is_never_given_back_what_it_says_itself(store: MemoryStore) -> None:
+    """Whether or not the store half has got to it yet: a candidate of an earlier session, restated
+    now, is still unconfirmed when retrieval reads it."""
+    told = "Use the MCP integration patterns for enhanced development"
+    records = writes.store_memory(
+        store, node_type="instruction", content=told, grounding_text=told, run_id="earlier"
+    ).records
+
+    def given(prompt: str) -> list[str]:
+        sections = collect(store, prompt, records, TODAY, offline=True, run_id="now")
+        return [r["content"] for section in sections.values() for r in section]
+
+    assert given(told.lower() + ".") == []
+    assert given(f"{told}, and keep the docs short") == []
+    assert given("Which integration patterns do we use for development with MCP?") == [told]

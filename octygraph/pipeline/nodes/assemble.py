@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import defaultdict
 from datetime import date
 from typing import Any
@@ -37,6 +38,8 @@ CURATED_BAR_SHARE = 0.5
 CANDIDATE_RELEVANCE = 0.6
 """A candidate (unconfirmed memory) is given unprompted only when this likely to be relevant."""
 
+_WORDS = re.compile(r"\w+")
+
 HEADER = "Relevant memories from earlier sessions (octygraph):"
 
 
@@ -54,6 +57,11 @@ def _section(record: Record, today: str) -> str:
         when = record.get("valid_from")
         return "events" if when and str(when)[:10] < today else "plans"
     return "facts"
+
+
+def _plain(text: str) -> str:
+    """Its words, case and punctuation aside, space-delimited: to tell whether a prompt says a memory."""
+    return f" {' '.join(_WORDS.findall(text.casefold()))} "
 
 
 def collect(
@@ -92,13 +100,16 @@ def collect(
     if not merged:
         return {}
     # Superseded or deleted since the tool saw them, or written by this very run (its store half runs
-    # alongside): ask the store, the only source of truth.
+    # alongside): ask the store, the only source of truth. What the prompt itself says is left out
+    # too, whether or not the store half has got to it yet (a candidate restated, still unconfirmed).
+    said = _plain(prompt)
     nodes = {
         n.id: n
         for n in store.get_nodes(merged)
         if not n.superseded_by
         and n.node_type != "entity"
         and not (run_id is not None and written_by(n, run_id))
+        and _plain(n.content) not in said
     }
     if not nodes:
         return {}
