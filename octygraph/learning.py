@@ -49,6 +49,7 @@ import numpy as np
 
 from octygraph import feedback
 from octygraph.config.private import private_mkdir
+from octygraph.config.settings import octybot_home
 from octygraph.feedback import Example
 from octygraph.judgement.linear import Logistic, save_logistic
 from octygraph.judgement.verdict import (
@@ -526,7 +527,7 @@ def main() -> None:
 
     The memory service runs it in a process of its own, so that fitting (and reading the shared sets)
     never holds the service's interpreter while it answers hooks."""
-    home = Path(os.environ.get("OCTYBOT_HOME") or Path.home() / ".octybot").expanduser()
+    home = octybot_home(os.environ)
     outcome = auto_learn(home)
     report: dict[str, Any] = {"ran": outcome is not None}
     if outcome is not None:

@@ -143,6 +143,11 @@ class ProjectPaths:
         return self
 
 
+def octybot_home(env: Mapping[str, str]) -> Path:
+    """The data folder: `OCTYBOT_HOME`, else ~/.octybot."""
+    return Path(env.get("OCTYBOT_HOME") or Path.home() / ".octybot").expanduser()
+
+
 def sanitize_project_id(raw: str) -> str:
     """Make a project id safe as one folder name.
 
@@ -250,7 +255,7 @@ class Settings:
             raw = value(name)
             return SecretStr(raw) if raw else None
 
-        home = Path(env.get("OCTYBOT_HOME") or Path.home() / ".octybot").expanduser()
+        home = octybot_home(env)
         pid = project_id or env.get("OCTYBOT_PROJECT") or default_project_id(env, cwd)
         db_override = env.get("DB_PATH")
         embeddings = _parsed(env, "OCTY_EMBEDDINGS")

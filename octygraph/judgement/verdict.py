@@ -33,6 +33,7 @@ from typing import Final
 
 import numpy as np
 
+from octygraph.config.settings import octybot_home
 from octygraph.heuristics.analysis import Sentence
 from octygraph.heuristics.forms import (
     ABOUT_THE_CONVERSATION,
@@ -292,7 +293,7 @@ def _user_arrays(path: Path) -> dict[str, np.ndarray]:
 def user_verdict_path(home: Path | None = None) -> Path:
     """Where the user's learned verdict lives (`home` defaults to $OCTYBOT_HOME, else ~/.octybot)."""
     if home is None:
-        home = Path(os.environ.get("OCTYBOT_HOME") or Path.home() / ".octybot").expanduser()
+        home = octybot_home(os.environ)
     return home / "learning" / USER_VERDICT_FILE
 
 
