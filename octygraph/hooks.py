@@ -380,12 +380,15 @@ async def _session_end(
 
     if not store_exists(settings):
         return
-    ids = await asyncio.to_thread(SessionLog(settings.paths.memory_dir, end.session_id).stored)
+    session = SessionLog(settings.paths.memory_dir, end.session_id)
+    ids = await asyncio.to_thread(session.stored)
     async with stores(settings) as store:
         if getattr(store, "read_only", False):
             return
         judge = session_judge(settings, end.transcript_path) if ids else None
         settled = await asyncio.to_thread(consolidate, store, ids, judge=judge)
+    # Said where the pass ran, so the service's idle pass never settles this session again.
+    await asyncio.to_thread(session.mark_settled, ids)
     if settled.confirmed or settled.merged or settled.judged_kept or settled.judged_dropped:
         log.info(
             "session %s ended: %d candidates confirmed, %d merged, %d judged kept, %d judged dropped",

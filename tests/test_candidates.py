@@ -17,6 +17,7 @@ from octygraph.config.settings import Settings
 from octygraph.judgement.relevance import MemoryText, relevance_model
 from octygraph.judgement.storage import filter_storage
 from octygraph.pipeline.nodes.assemble import CANDIDATE_RELEVANCE
+from octygraph.pipeline.sessions import SessionLog
 from octygraph.services import open_store
 from octygraph.store import Node
 from octygraph.uses import USES_CONFIRM, record_access
@@ -130,6 +131,9 @@ def test_a_session_end_merges_a_candidate_another_memory_already_says(claude_dir
         kept = store.get_node(known.id)
     assert settled is not None and review.status(settled) == "archived"  # restorable, not deleted
     assert kept is not None and kept.attributes["access_count"] == 1
+    # Settled where the pass ran: the service's idle pass will not settle it again.
+    memory_dir = Settings.from_env().paths.memory_dir
+    assert SessionLog(memory_dir, "s1").stored() and SessionLog(memory_dir, "s1").unsettled() == []
     # Another session's end, or a payload that is not a session end, changes nothing.
     assert end("s2") == (0, "")
     code, out = hook("session-end", b"not json")

@@ -197,8 +197,7 @@ class Upkeep:
                 env=env, cwd=Path(folder) if folder and is_folder(folder) else None
             )
             session = SessionLog(settings.paths.memory_dir, request.session_id)
-            if event == "session-end":
-                session.mark_settled(session.stored())
+            if event == "session-end":  # settled by its own pass (`hooks._session_end`)
                 return session.path, None
             # A SessionStart request names no transcript.
             return session.path, KnownSession(settings, getattr(request, "transcript_path", ""))
