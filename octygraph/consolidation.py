@@ -11,6 +11,8 @@ With a judge (`session_judge`: when an LLM is configured), the candidates still 
 with the whole session in view, in one structured call: kept (confirmed, `confirmed: judged`), dropped
 (archived) or left as candidates. The node's `judged` attribute says what the judge said and why. A judge
 that fails, runs out of time or answers nonsense changes nothing: the pass above is all that happened.
+The judge's tokens are billed like a prompt's: `record_judged` writes them in a trace of their own (event
+`session-end`, layer `curation`), which the usage page and the usage report count.
 """
 
 from __future__ import annotations
@@ -37,8 +39,11 @@ from octygraph.llm.deadline import DEADLINE_KEY
 from octygraph.llm.errors import LLMConfigError
 from octygraph.llm.factory import make_chat_model
 from octygraph.llm.structured import structured_call
+from octygraph.llm.usage import LAYER_KEY, UsageTracker
 from octygraph.pipeline.prompts import JUDGE_CANDIDATES_SYSTEM, JUDGE_CANDIDATES_USER
+from octygraph.pipeline.run_bookkeeping import send_usage_report
 from octygraph.pipeline.tools.writes import is_restatement
+from octygraph.pipeline.traces import new_trace_id, write_trace
 from octygraph.store import AdminStore, Node, StoreError
 from octygraph.uses import record_access, write_noted
 
@@ -193,6 +198,8 @@ class SessionJudge:
     """The event loop the model's HTTP clients live on (the service's): the call is run there when
     `consolidate` runs in a worker thread. None: a loop of its own."""
     budget_s: float = JUDGE_BUDGET_S
+    usage: UsageTracker = field(default_factory=UsageTracker)
+    """The judge's calls, tokens and cost; the model records into it (`make_chat_model(usage=...)`)."""
 
     def __call__(self, candidates: Sequence[Node]) -> list[CandidateVerdict]:
         session = self.session_text()
@@ -217,7 +224,9 @@ class SessionJudge:
             HumanMessage(JUDGE_CANDIDATES_USER.format(session=session, candidates=listed)),
         ]
         # The deadline bounds every request and retry wait inside; the timeout backs it.
-        config: RunnableConfig = {"metadata": {DEADLINE_KEY: time.monotonic() + self.budget_s}}
+        config: RunnableConfig = {
+            "metadata": {DEADLINE_KEY: time.monotonic() + self.budget_s, LAYER_KEY: "curation"}
+        }
         async with asyncio.timeout(self.budget_s):
             result = await structured_call(self.model, CandidateVerdicts, messages, config=config)
         if result.parsed is None:
@@ -254,13 +263,54 @@ def session_judge(settings: Settings, transcript_path: str) -> SessionJudge | No
     """
     if not transcript_path:
         return None
+    usage = UsageTracker()
     try:
-        model = make_chat_model(settings, "l2", timeout_s=JUDGE_BUDGET_S)
+        model = make_chat_model(settings, "l2", usage=usage, timeout_s=JUDGE_BUDGET_S)
     except LLMConfigError as exc:
         log.warning("the session's candidates are not judged: %s", exc)
         return None
     if model is None:
         return None
     return SessionJudge(
-        model, transcript_path, settings.redact, loop=_running_loop(), budget_s=JUDGE_BUDGET_S
+        model,
+        transcript_path,
+        settings.redact,
+        loop=_running_loop(),
+        budget_s=JUDGE_BUDGET_S,
+        usage=usage,
     )
+
+
+def record_judged(
+    settings: Settings, session_id: str, judge: SessionJudge, settled: Settled
+) -> str | None:
+    """The judge's trace (what it kept and dropped, its tokens and cost) in the debug folder, and the
+    usage report when one is configured; the trace's id, or None when the judge made no call.
+
+    Best effort: a failure is logged, never raised (the session is settled either way)."""
+    usage = judge.usage.to_dict()
+    if not judge.usage.calls:
+        return None
+    trace_id = new_trace_id()
+    try:
+        write_trace(
+            settings.paths.debug_dir,
+            {
+                "trace_id": trace_id,
+                "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "project": settings.project_id,
+                "session_id": session_id,
+                "source": "session-end",
+                "event": "session-end",
+                "mode": settings.layer2_model,
+                # What trace lists show in the prompt's place.
+                "prompt": f"(session end: the judge kept {len(settled.judged_kept)} and dropped "
+                f"{len(settled.judged_dropped)} candidates)",
+                "judged": {"kept": settled.judged_kept, "dropped": settled.judged_dropped},
+                "usage": usage,
+            },
+        )
+    except OSError as exc:
+        log.warning("the judge's trace was not written: %s", exc)
+    send_usage_report(settings, "session-end", session_id, trace_id, usage)
+    return trace_id

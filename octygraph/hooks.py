@@ -375,7 +375,7 @@ async def _session_end(
 ) -> None:
     """SessionEnd: settle the candidates the session stored (`octygraph.consolidation`); with an LLM,
     judge the rest with the session's transcript in view."""
-    from octygraph.consolidation import consolidate, session_judge
+    from octygraph.consolidation import consolidate, record_judged, session_judge
     from octygraph.services import store_exists
 
     if not store_exists(settings):
@@ -387,6 +387,8 @@ async def _session_end(
             return
         judge = session_judge(settings, end.transcript_path) if ids else None
         settled = await asyncio.to_thread(consolidate, store, ids, judge=judge)
+    if judge is not None:
+        await asyncio.to_thread(record_judged, settings, end.session_id, judge, settled)
     # Said where the pass ran, so the service's idle pass never settles this session again.
     await asyncio.to_thread(session.mark_settled, ids)
     if settled.confirmed or settled.merged or settled.judged_kept or settled.judged_dropped:

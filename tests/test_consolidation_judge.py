@@ -24,12 +24,15 @@ from octygraph.consolidation import (
     CandidateVerdict,
     CandidateVerdicts,
     SessionJudge,
+    Settled,
     consolidate,
+    record_judged,
     session_judge,
 )
 from octygraph.pipeline.sessions import SessionLog
 from octygraph.services import open_store
 from octygraph.store import MemoryStore, Node
+from octygraph.ui.views import read_traces, usage_by_day
 from tests.fakes import ParseFailure, ScriptedChatModel
 from tests.llm_server import openai_server, slow, text_reply, tool_reply
 
@@ -218,6 +221,15 @@ def test_the_deterministic_merges_come_first_and_settled_candidates_are_not_judg
     assert other.id in listed and restated.id not in listed and known.id not in listed
 
 
+def test_a_judge_that_made_no_call_leaves_no_trace(
+    store: MemoryStore, home: Path, tmp_path: Path
+) -> None:
+    judge = judge_with(ScriptedChatModel(), tmp_path / "missing.jsonl")
+    consolidate(store, [], judge=judge)
+    assert record_judged(Settings.from_env(), "s1", judge, Settled()) is None
+    assert read_traces(Settings.from_env().paths.debug_dir) == []
+
+
 def test_no_llm_configured_means_no_judge(home: Path) -> None:
     settings = Settings.from_env()
     assert not settings.llm_configured
@@ -274,6 +286,15 @@ def test_the_session_end_hook_judges_through_the_configured_llm(
     assert stdout == ""
     assert current(keep.id).attributes["confirmed"] == "judged"
     assert review.status(current(drop.id)) == "archived"
+    # The judge's tokens are billed in a trace of their own, which the usage page counts.
+    traces = read_traces(Settings.from_env().paths.debug_dir)
+    judged = [t for t in traces if t.get("event") == "session-end"]
+    assert len(judged) == 1
+    assert judged[0]["judged"] == {"kept": [keep.id], "dropped": [drop.id]}
+    assert judged[0]["usage"]["curation"]["input_tokens"] == 20
+    assert judged[0]["usage"]["curation"]["output_tokens"] == 8
+    (day,) = usage_by_day(judged)
+    assert (day.llm_calls, day.input_tokens, day.output_tokens) == (1, 20, 8)
 
 
 @pytest.mark.slow

@@ -53,23 +53,32 @@ def after_run(settings: Settings, event: str, session_id: str, result: dict[str,
             "context_chars": len(result.get("context") or ""),
         },
     )
-    if settings.worker_url:
-        try:
-            from octygraph.claude.usage_report import device_file_for, spawn_report
+    send_usage_report(settings, event, session_id, result.get("trace_id"), result.get("usage"))
 
-            device = device_file_for(settings)
-            if device.exists():
-                spawn_report(
-                    settings.worker_url,
-                    device,
-                    {
-                        "project": settings.project_id,
-                        "session_id": session_id,
-                        "event": event,
-                        "trace_id": result.get("trace_id"),
-                        "usage": result.get("usage"),
-                    },
-                    debug_dir=paths.debug_dir,
-                )
-        except Exception as exc:
-            log.warning("usage report not sent: %s", exc)
+
+def send_usage_report(
+    settings: Settings, event: str, session_id: str, trace_id: str | None, usage: Any
+) -> None:
+    """POST one run's usage to the configured worker (`OCTY_WORKER_URL`), from a detached child; best
+    effort, and nothing when no worker or device token is set up."""
+    if not settings.worker_url:
+        return
+    try:
+        from octygraph.claude.usage_report import device_file_for, spawn_report
+
+        device = device_file_for(settings)
+        if device.exists():
+            spawn_report(
+                settings.worker_url,
+                device,
+                {
+                    "project": settings.project_id,
+                    "session_id": session_id,
+                    "event": event,
+                    "trace_id": trace_id,
+                    "usage": usage,
+                },
+                debug_dir=settings.paths.debug_dir,
+            )
+    except Exception as exc:
+        log.warning("usage report not sent: %s", exc)

@@ -276,7 +276,7 @@ class Upkeep:
         A session this service did not serve (a stopped service did) is settled in the store the
         service's own settings name for its project, without the judge: its transcript is unknown."""
         from octygraph.config.settings import Settings
-        from octygraph.consolidation import Settled, consolidate, session_judge
+        from octygraph.consolidation import Settled, consolidate, record_judged, session_judge
         from octygraph.services import store_exists
 
         known = self._sessions.get(log_path)
@@ -294,4 +294,7 @@ class Upkeep:
             # Made on the service's loop: the judge's calls run there while `consolidate` waits for
             # them in a worker thread.
             judge = session_judge(settings, known.transcript_path)
-            return await asyncio.to_thread(consolidate, store, ids, judge=judge)
+            settled = await asyncio.to_thread(consolidate, store, ids, judge=judge)
+        if judge is not None:
+            await asyncio.to_thread(record_judged, settings, log_path.stem, judge, settled)
+        return settled
