@@ -22,7 +22,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from octygraph.claude import hook_io, modes
 from octygraph.config.private import private_mkdir
@@ -160,6 +160,18 @@ async def _run(
         return result
 
 
+class HookSession(NamedTuple):
+    """The session a hook call came from, as its request named it: what the service's upkeep keeps."""
+
+    settings: Settings
+    """The settings the call ran with."""
+    session_id: str
+    transcript_path: str
+    """Claude Code's transcript of the session ("" when the request named none)."""
+    ended: bool
+    """A SessionEnd: its own pass has settled what the session stored."""
+
+
 @dataclass
 class HookReply:
     """A hook's answer: the text for stdout, and the bookkeeping to do once it has been sent."""
@@ -170,6 +182,8 @@ class HookReply:
     """One line for the user when memory is degraded (a bad setting, an unreadable database), else ""."""
     rest: asyncio.Task[Any] | None = None
     """The run's store half, still going when the answer was ready: await `settle()` after replying."""
+    session: HookSession | None = None
+    """The session the call named, when it named one."""
 
     async def settle(self) -> None:
         """Wait for the store half (it writes the trace when done); never raises."""
@@ -224,20 +238,39 @@ async def handle(
             return HookReply()
         settings = _settings(request.cwd or cwd, env)
         _configure_logging(settings)
-        if isinstance(request, hook_io.PromptRequest):
-            return await _prompt(settings, request, started, stores, checkpointers)
-        if isinstance(request, hook_io.StopRequest):
-            return await _stop(settings, request, started, stores, checkpointers)
-        if isinstance(request, hook_io.SessionStartRequest):
-            return await _session_start(
-                settings, request, os.environ if env is None else env, stores, started
+        reply = await _dispatch(settings, request, env, started, stores, checkpointers)
+        if request.session_id:
+            reply.session = HookSession(
+                settings,
+                request.session_id,
+                getattr(request, "transcript_path", ""),  # a SessionStart names none
+                ended=isinstance(request, hook_io.SessionEndRequest),
             )
-        return HookReply(rest=asyncio.create_task(_session_end(settings, request, stores)))
+        return reply
     except Exception as exc:  # the prompt must go through, whatever failed
         _record_failure(
             settings, event, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}", env
         )
         return HookReply(notice=degraded_notice(exc, settings))
+
+
+async def _dispatch(
+    settings: Settings,
+    request: hook_io.HookRequest,
+    env: Mapping[str, str] | None,
+    started: float,
+    stores: StoreLease,
+    checkpointers: CheckpointerLease | None,
+) -> HookReply:
+    if isinstance(request, hook_io.PromptRequest):
+        return await _prompt(settings, request, started, stores, checkpointers)
+    if isinstance(request, hook_io.StopRequest):
+        return await _stop(settings, request, started, stores, checkpointers)
+    if isinstance(request, hook_io.SessionStartRequest):
+        return await _session_start(
+            settings, request, os.environ if env is None else env, stores, started
+        )
+    return HookReply(rest=asyncio.create_task(_session_end(settings, request, stores)))
 
 
 async def _prompt(

@@ -19,9 +19,11 @@ from typing import Any
 import pytest
 
 from octygraph import candidates, feedback, learning, review
+from octygraph.claude import hook_io
 from octygraph.config import setting_table as table
 from octygraph.config.settings import Settings
 from octygraph.feedback import Example
+from octygraph.hooks import HookSession
 from octygraph.judgement.storage import filter_storage
 from octygraph.judgement.verdict import user_verdict_path
 from octygraph.pipeline.sessions import SessionLog, every_log
@@ -205,6 +207,18 @@ def test_the_idle_pass_judges_a_session_with_the_transcript_its_requests_named(
     assert left is not None and candidates.is_candidate(left) and "judged" not in left.attributes
 
 
+def hook_session(event: str, payload: dict[str, Any]) -> HookSession:
+    """The session a hook call with this payload names, as `hooks.handle` gives it to the service."""
+    request = hook_io.parse_payload(event, json.dumps(payload).encode())
+    assert request is not None
+    return HookSession(
+        Settings.from_env(),
+        request.session_id,
+        getattr(request, "transcript_path", ""),
+        ended=event == "session-end",
+    )
+
+
 async def idle_after(home: Path, *requests: tuple[str, dict[str, Any]]) -> Upkeep:
     """The upkeep of a service that answered `requests` and has been idle since: its settling pass."""
     started: list[asyncio.Task[None]] = []
@@ -216,7 +230,7 @@ async def idle_after(home: Path, *requests: tuple[str, dict[str, Any]]) -> Upkee
         quiet_since=lambda: last_request,
     )
     for event, payload in requests:
-        await upkeep.note_request(event, json.dumps(payload).encode(), dict(os.environ), None)
+        upkeep.note_request(hook_session(event, payload))
     pool = StorePool()
     try:
         assert upkeep.settle_when_idle(pool.lease)

@@ -451,7 +451,7 @@ class Service:
         async def after() -> None:
             await reply.settle()  # the run's store half goes on after the reply
             await asyncio.to_thread(reply.finish)
-            await self.upkeep.note_request(event, raw, env, message.get("cwd"))
+            self.upkeep.note_request(reply.session)
 
         return {"status": "ok", "stdout": reply.stdout, "notice": reply.notice}, after
 

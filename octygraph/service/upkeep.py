@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     from octygraph.config.settings import Settings
     from octygraph.consolidation import Settled
+    from octygraph.hooks import HookSession
     from octygraph.pipeline.store_lease import StoreLease
 
 log = logging.getLogger("octygraph.serve")
@@ -174,45 +175,18 @@ class Upkeep:
 
     # ------------------------------------------------------------------ sessions
 
-    async def note_request(self, event: str, raw: bytes, env: dict[str, str], cwd: object) -> None:
-        """Remember the session a request came from, for the settling pass (after its reply)."""
-        self._note(await asyncio.to_thread(self._session_of, event, raw, env, cwd))
-
-    def _session_of(
-        self, event: str, raw: bytes, env: dict[str, str], cwd: object
-    ) -> tuple[Path, KnownSession | None] | None:
-        """The session log a request wrote to, with the settings it ran with and the transcript it
-        named (None for a SessionEnd, whose pass has run: what the session stored is marked settled).
-        None when it names no session; never raises."""
-        try:
-            from octygraph.claude import hook_io
-            from octygraph.config.settings import Settings, is_folder
-            from octygraph.pipeline.sessions import SessionLog
-
-            request = hook_io.parse_payload(event, raw)
-            if request is None or not request.session_id:
-                return None
-            folder = request.cwd or (cwd if isinstance(cwd, str) else "")
-            settings = Settings.from_env(
-                env=env, cwd=Path(folder) if folder and is_folder(folder) else None
-            )
-            session = SessionLog(settings.paths.memory_dir, request.session_id)
-            if event == "session-end":  # settled by its own pass (`hooks._session_end`)
-                return session.path, None
-            # A SessionStart request names no transcript.
-            return session.path, KnownSession(settings, getattr(request, "transcript_path", ""))
-        except Exception as exc:
-            log.debug("session not noted: %s", exc)
-            return None
-
-    def _note(self, noted: tuple[Path, KnownSession | None] | None) -> None:
-        """Remember (in the loop's thread) what the settling pass needs of a session."""
-        if noted is None:
+    def note_request(self, session: HookSession | None) -> None:
+        """Remember the session a request came from (as the hook call named it) for the settling pass;
+        a SessionEnd's session is forgotten (its own pass settled what the session stored)."""
+        if session is None:
             return
-        path, known = noted
-        if known is None:  # it ended
+        from octygraph.pipeline.sessions import SessionLog
+
+        path = SessionLog(session.settings.paths.memory_dir, session.session_id).path
+        if session.ended:
             self._sessions.pop(path, None)
             return
+        known = KnownSession(session.settings, session.transcript_path)
         before = self._sessions.get(path)
         if not known.transcript_path and before is not None:  # the one named before still holds
             known = known._replace(transcript_path=before.transcript_path)
