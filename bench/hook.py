@@ -103,15 +103,16 @@ def default_cache() -> Path:
 
 
 def build_profile(db: Path, nodes: int) -> None:
-    """`noisy-large` with `nodes` items, from the profiles package when it is there."""
+    """`noisy-large` with `nodes` items, from the demo package's generator when it is there."""
     from octygraph.embeddings import local_embeddings
 
     started = time.perf_counter()
     print(f"Building a {nodes}-node noisy-large database at {db} (once; it is reused) ...")
     try:
-        from octygraph.profiles.manager import build_database, builtin_graph
+        from octygraph.profiles.manager import build_database
+        from octygraph_demo import noisy_large_graph
 
-        build_database(db, builtin_graph("noisy-large", size=nodes), local_embeddings())
+        build_database(db, noisy_large_graph(size=nodes), local_embeddings())
     except ImportError:
         from octygraph.store import MemoryStore, NewNode
 

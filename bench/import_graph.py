@@ -11,6 +11,8 @@ import that would close a cycle at load time usually hides) and under `if TYPE_C
 * every import from a part to a part above it in `LAYERS`, the order the package is meant to have.
 
 Exit status 1 when there is a cycle, an upward import or a part `LAYERS` does not place, else 0.
+The demo package `octygraph_demo` (the built-in profiles' generators) sits outside `octygraph` and above
+it: it imports `octygraph`, and `octygraph` imports it only inside the command line's functions.
 `tests/test_import_graph.py` holds the list of those still being removed.
 
     python bench/import_graph.py

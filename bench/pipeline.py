@@ -61,6 +61,7 @@ from octygraph.pipeline.nodes.judge_storage import split_instructions, with_verd
 from octygraph.pipeline.runner import RunOptions, run_prompt  # noqa: E402
 from octygraph.profiles.manager import build_database, builtin_graph  # noqa: E402
 from octygraph.store import MemoryStore  # noqa: E402
+from octygraph_demo import BUILTIN_PROFILES  # noqa: E402
 from tests.fakes import ScriptedChatModel, tool_calls_message  # noqa: E402
 
 PROMPTS = [
@@ -356,16 +357,14 @@ def main() -> None:
     embedder = local_embeddings()
     if args.loopback_only:
         path = work / "loopback.db"
-        build_database(path, builtin_graph("small-baseline"), embedder)
+        build_database(path, builtin_graph(BUILTIN_PROFILES, "small-baseline"), embedder)
         print_loopback(asyncio.run(loopback_runs(path, args.repeat)))
         return
     dbs = {}
     for name, size in (("small-baseline", 0), ("noisy-large", args.large_size)):
         started = time.perf_counter()
         path = work / f"{name}.db"
-        build_database(
-            path, builtin_graph(name, size=size) if size else builtin_graph(name), embedder
-        )
+        build_database(path, builtin_graph(BUILTIN_PROFILES, name, size=size or None), embedder)
         print(f"built {name} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         dbs[name] = path
 

@@ -334,10 +334,10 @@ def _on_postgres(
 
 
 PROFILE_SOURCES = (
-    "profiles/baseline.py",
-    "profiles/noisy.py",
-    "profiles/graph.py",
-    "store/schema.py",
+    "octygraph_demo/small_baseline.py",
+    "octygraph_demo/noisy_large.py",
+    "octygraph/profiles/graph.py",
+    "octygraph/store/schema.py",
 )
 """The files whose change changes the noisy-large data (a changed one rebuilds the cache)."""
 
@@ -346,13 +346,14 @@ def _profile_fingerprint(size: int, model_id: str) -> str:
     """Changes whenever the generator, the schema, the size or the embedding model changes."""
     digest = hashlib.sha256(f"{size}\x00{model_id}".encode())
     for name in PROFILE_SOURCES:
-        digest.update(name.encode() + b"\x00" + (ROOT / "octygraph" / name).read_bytes())
+        digest.update(name.encode() + b"\x00" + (ROOT / name).read_bytes())
     return digest.hexdigest()[:16]
 
 
 def noisy_large_db(size: int, embedder: Embedder, log: Callable[[str], None]) -> Path:
     """The cached noisy-large database of `size` items, built on first use (minutes at 20,000)."""
-    from octygraph.profiles.manager import build_database, builtin_graph
+    from octygraph.profiles.manager import build_database
+    from octygraph_demo import noisy_large_graph
 
     cache = Path(tempfile.gettempdir()) / "octygraph-bench"
     path = cache / f"noisy-large-{size}-{_profile_fingerprint(size, embedder.model_id)}.db"
@@ -361,7 +362,7 @@ def noisy_large_db(size: int, embedder: Embedder, log: Callable[[str], None]) ->
         return path
     log(f"noisy-large: building {size:,} items into {path} (once; later runs reuse it)")
     started = time.perf_counter()
-    build_database(path, builtin_graph("noisy-large", size=size), embedder, label="noisy-large")
+    build_database(path, noisy_large_graph(size=size), embedder, label="noisy-large")
     log(f"noisy-large: built in {time.perf_counter() - started:.0f} s")
     for stale in cache.glob(f"noisy-large-{size}-*.db"):
         if stale != path:  # built from an older generator: never used again

@@ -11,8 +11,9 @@ import pytest
 
 from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings
-from octygraph.profiles import build_database, small_baseline_graph
+from octygraph.profiles import build_database
 from octygraph.store import MemoryStore, Node
+from octygraph_demo import small_baseline_graph
 from tests.conftest import cli_json, run_cli
 
 QUERIES = (

@@ -6,6 +6,8 @@ import hashlib
 import json
 import re
 import shutil
+import subprocess
+import sys
 from collections import Counter
 from datetime import date
 from pathlib import Path
@@ -18,15 +20,15 @@ import sqlean
 from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings
 from octygraph.profiles import (
-    DEFAULT_ANCHOR,
     GraphSpec,
     MemoryProfiles,
+    ProfileError,
     build_database,
-    noisy_large_graph,
-    small_baseline_graph,
+    builtin_graph,
     write_graph,
 )
 from octygraph.store import NODE_TYPES, MemoryStore, NewNode
+from octygraph_demo import BUILTIN_PROFILES, DEFAULT_ANCHOR, noisy_large_graph, small_baseline_graph
 from tests.conftest import cli_json, run_cli
 
 
@@ -157,6 +159,33 @@ def test_noisy_generator_is_deterministic_and_hides_the_baseline() -> None:
     assert generated_pairs, "some generated facts are superseded too"
     with pytest.raises(ValueError, match="at least"):
         noisy_large_graph(size=50)
+
+
+def test_the_built_in_profiles_come_from_the_demo_package_through_the_command_line(
+    home: Path,
+) -> None:
+    # The runtime package, its command line included, loads without the demo package.
+    code = (
+        "import sys, octygraph.profiles, octygraph.cli.memory, octygraph.entry; "
+        "print(sorted(m for m in sys.modules if m.startswith('octygraph_demo')))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert loaded.returncode == 0 and loaded.stdout.strip() == "[]", loaded.stderr
+    # Without a registry there is no built-in profile; with the demo one, the same graphs as before.
+    bare = MemoryProfiles(Settings.from_env())
+    assert bare.list_profiles() == []
+    with pytest.raises(ProfileError, match="No profile named 'small-baseline'"):
+        bare.load("small-baseline")
+    assert list(BUILTIN_PROFILES) == ["small-baseline", "noisy-large"]
+    assert builtin_graph(BUILTIN_PROFILES, "small-baseline").nodes == small_baseline_graph().nodes
+    noisy = builtin_graph(BUILTIN_PROFILES, "noisy-large", size=300, seed=5)
+    assert noisy.nodes == noisy_large_graph(size=300, seed=5).nodes
+    with pytest.raises(ProfileError, match="at least"):
+        builtin_graph(BUILTIN_PROFILES, "noisy-large", size=50)
+    with pytest.raises(
+        ProfileError, match="not a built-in profile; built-in: small-baseline, noisy"
+    ):
+        builtin_graph(BUILTIN_PROFILES, "team-a")
 
 
 def test_writing_embeds_each_distinct_text_once(tmp_path: Path, embedder: LocalEmbeddings) -> None:

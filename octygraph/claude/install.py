@@ -37,6 +37,8 @@ PROMPT_TIMEOUT_S = 20  # Claude Code's own limit is 30 s; the pipeline budgets i
 STOP_TIMEOUT_S = 10  # the hook hands its payload to the service (or a spool file) and returns
 SESSION_START_TIMEOUT_S = 10
 PROMPT_STATUS = "octybot: recalling memories"
+# The file `octygraph memory bootstrap` builds from the demo package (`octygraph_demo`); a fresh install
+# seeds an empty project from it when it is there.
 BASELINE_PROFILE = "small-baseline.db"
 COMMAND_MARKER = "managed by octygraph"
 ARGS_DELIMITER = "OCTYBOT_ARGUMENTS"

@@ -79,10 +79,22 @@ def _print(text: str = "") -> None:
 _echo_json = common.echo_json
 
 
-def _profiles() -> MemoryProfiles:
+def _profiles(*, builtins: bool = False) -> MemoryProfiles:
+    """The project's profiles; with `builtins`, also the built-in ones (the demo package, imported then)."""
     from octygraph.profiles import MemoryProfiles
 
-    return MemoryProfiles(_settings())
+    if not builtins:
+        return MemoryProfiles(_settings())
+    try:
+        from octygraph_demo import BUILTIN_PROFILES
+    except ModuleNotFoundError as exc:
+        if exc.name != "octygraph_demo":
+            raise
+        raise common.UserError(
+            "The built-in profiles' generators (package octygraph_demo) are not installed; "
+            "reinstall octygraph (`pip install -e .` in a checkout)."
+        ) from None
+    return MemoryProfiles(_settings(), builtins=BUILTIN_PROFILES)
 
 
 @contextmanager
@@ -156,7 +168,7 @@ def memory_list(
 
     from octygraph.profiles import human_bytes
 
-    entries = _profiles().list_profiles()
+    entries = _profiles(builtins=True).list_profiles()
     if as_json:
         _echo_json([e.to_dict() for e in entries])
         return
@@ -302,7 +314,7 @@ def memory_load(
     """Load a profile into the active database (the current one is saved as a snapshot first)."""
     _refuse_on_server()
     with _progress() as progress:
-        result = _profiles().load(profile, progress=progress)
+        result = _profiles(builtins=True).load(profile, progress=progress)
     _report_load(result, f"Loaded profile {result.profile}", as_json)
 
 
@@ -338,7 +350,7 @@ def memory_bootstrap(
 
     started = time.perf_counter()
     with _progress() as progress:
-        results = _profiles().bootstrap(size=size, seed=seed, progress=progress)
+        results = _profiles(builtins=True).bootstrap(size=size, seed=seed, progress=progress)
     total = time.perf_counter() - started
     if as_json:
         _echo_json({"profiles": [r.to_dict() for r in results], "seconds": round(total, 2)})

@@ -1,17 +1,17 @@
 """Memory profiles and snapshots: named whole databases to load, freeze and restore.
 
-Built-in profiles are generated, deterministically: `small-baseline` (a hand-written team memory) and
-`noisy-large` (the baseline among 20,000 look-alike memories). See `manager.MemoryProfiles`.
+Built-in profiles are generated, deterministically, by generators their caller hands in as a registry of
+name -> `BuiltinProfile`; the command line passes the demo package's (`octygraph_demo`: `small-baseline`,
+a hand-written team memory, and `noisy-large`, the baseline among 20,000 look-alike memories). See
+`manager.MemoryProfiles`.
 """
 
-from octygraph.profiles.baseline import DEFAULT_ANCHOR, small_baseline_graph
 from octygraph.profiles.graph import GraphSpec, ProgressFn, write_graph
 from octygraph.profiles.manager import (
-    BUILTIN_PROFILES,
     DEFAULT_LABEL,
-    NOISY_LARGE,
-    SMALL_BASELINE,
     BuildResult,
+    BuiltinProfile,
+    GraphGenerator,
     LoadResult,
     MemoryProfiles,
     ProfileEntry,
@@ -20,20 +20,15 @@ from octygraph.profiles.manager import (
     builtin_graph,
     human_bytes,
 )
-from octygraph.profiles.noisy import DEFAULT_SEED, DEFAULT_SIZE, noisy_large_graph
 from octygraph.profiles.state import ProfileState, read_state, write_state
 from octygraph.store.sqlite_files import DbInfo, ProfileError, inspect_database
 
 __all__ = [
-    "BUILTIN_PROFILES",
-    "DEFAULT_ANCHOR",
     "DEFAULT_LABEL",
-    "DEFAULT_SEED",
-    "DEFAULT_SIZE",
-    "NOISY_LARGE",
-    "SMALL_BASELINE",
     "BuildResult",
+    "BuiltinProfile",
     "DbInfo",
+    "GraphGenerator",
     "GraphSpec",
     "LoadResult",
     "MemoryProfiles",
@@ -46,9 +41,7 @@ __all__ = [
     "builtin_graph",
     "human_bytes",
     "inspect_database",
-    "noisy_large_graph",
     "read_state",
-    "small_baseline_graph",
     "write_graph",
     "write_state",
 ]

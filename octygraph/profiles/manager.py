@@ -1,5 +1,9 @@
 """Profiles and snapshots of a project's memory: list, load, unload, freeze, bootstrap.
 
+Built-in profiles are generated: the caller hands in their generators as a registry of name ->
+`BuiltinProfile` (the command line passes `octygraph_demo.BUILTIN_PROFILES`), so this package never
+imports the demo data.
+
 Nothing is lost: before the active database is replaced (load, unload, freeze load) it is saved as an
 automatic snapshot, `snapshots/<profile>/auto-<timestamp>.db`. The file to load is checked first (SQLite,
 octygraph, same embedding model); a refusal leaves the active database untouched.
@@ -10,16 +14,15 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from octygraph.config.private import private_mkdir
 from octygraph.config.settings import ProjectPaths, Settings
-from octygraph.profiles.baseline import small_baseline_graph
 from octygraph.profiles.graph import GraphSpec, ProgressFn, write_graph
-from octygraph.profiles.noisy import DEFAULT_SEED, DEFAULT_SIZE, noisy_large_graph
 from octygraph.profiles.state import ProfileState, empty_state, now_iso, read_state, write_state
 from octygraph.store import Embedder, MemoryStore
 from octygraph.store.sqlite_files import (
@@ -35,15 +38,27 @@ from octygraph.store.sqlite_files import (
     restore_into,
 )
 
-SMALL_BASELINE = "small-baseline"
-NOISY_LARGE = "noisy-large"
-BUILTIN_PROFILES = {
-    SMALL_BASELINE: "Small hand-written graph of a software team (~100 memories)",
-    NOISY_LARGE: "The small baseline hidden among 20,000 generated look-alike memories",
-}
 # Snapshots of a database that was never loaded from a profile go here.
 DEFAULT_LABEL = "default"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
+
+
+class GraphGenerator(Protocol):
+    """Makes a built-in profile's graph; None means the generator's own default size or seed.
+
+    Raises:
+        ValueError: the size or seed cannot be used (reported as a `ProfileError`).
+    """
+
+    def __call__(self, *, size: int | None = None, seed: int | None = None) -> GraphSpec: ...
+
+
+@dataclass(frozen=True)
+class BuiltinProfile:
+    """A profile that is generated rather than stored: what `list` says of it, and its generator."""
+
+    description: str
+    generate: GraphGenerator
 
 
 @dataclass(frozen=True)
@@ -144,18 +159,23 @@ def check_name(name: str, kind: str) -> str:
     return cleaned
 
 
-def builtin_graph(name: str, *, size: int = DEFAULT_SIZE, seed: int = DEFAULT_SEED) -> GraphSpec:
-    """The graph of a built-in profile."""
-    if name == SMALL_BASELINE:
-        return small_baseline_graph()
-    if name == NOISY_LARGE:
-        try:
-            return noisy_large_graph(size=size, seed=seed)
-        except ValueError as exc:
-            raise ProfileError(str(exc)) from None
-    raise ProfileError(
-        f"{name!r} is not a built-in profile; built-in: {', '.join(BUILTIN_PROFILES)}."
-    )
+def builtin_graph(
+    builtins: Mapping[str, BuiltinProfile],
+    name: str,
+    *,
+    size: int | None = None,
+    seed: int | None = None,
+) -> GraphSpec:
+    """The graph of the built-in profile `name` of `builtins`."""
+    profile = builtins.get(name)
+    if profile is None:
+        raise ProfileError(
+            f"{name!r} is not a built-in profile; built-in: {', '.join(builtins) or 'none'}."
+        )
+    try:
+        return profile.generate(size=size, seed=seed)
+    except ValueError as exc:
+        raise ProfileError(str(exc)) from None
 
 
 def build_database(
@@ -182,10 +202,18 @@ def build_database(
 class MemoryProfiles:
     """Profiles and snapshots of one project's memory (see the module docstring for the guarantees)."""
 
-    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        *,
+        builtins: Mapping[str, BuiltinProfile] | None = None,
+    ) -> None:
         self.settings = settings
         self.paths: ProjectPaths = settings.paths
         self._embedder = embedder
+        # The profiles `list` always shows and `load` builds when missing (none unless given).
+        self.builtins: Mapping[str, BuiltinProfile] = builtins or {}
 
     @property
     def embedder(self) -> Embedder:
@@ -226,7 +254,7 @@ class MemoryProfiles:
     def list_profiles(self) -> list[ProfileEntry]:
         """Built-in profiles (built or not), then every other `*.db` in the profiles folder."""
         current = self.state()["current_profile"]
-        names = list(BUILTIN_PROFILES)
+        names = list(self.builtins)
         folder = self.paths.profiles_dir
         if folder.is_dir():
             names += sorted(
@@ -247,9 +275,9 @@ class MemoryProfiles:
                 ProfileEntry(
                     name=name,
                     path=path,
-                    builtin=name in BUILTIN_PROFILES,
+                    builtin=name in self.builtins,
                     active=name == current,
-                    description=BUILTIN_PROFILES.get(name, ""),
+                    description=self.builtins[name].description if name in self.builtins else "",
                     info=info,
                     problem=problem,
                 )
@@ -286,15 +314,15 @@ class MemoryProfiles:
         self,
         name: str,
         *,
-        size: int = DEFAULT_SIZE,
-        seed: int = DEFAULT_SEED,
+        size: int | None = None,
+        seed: int | None = None,
         progress: ProgressFn | None = None,
     ) -> BuildResult:
         """(Re)build a built-in profile's database in the profiles folder."""
         started = time.perf_counter()
         if progress:
             progress(f"{name}: generating", 0, 1)
-        spec = builtin_graph(name, size=size, seed=seed)
+        spec = builtin_graph(self.builtins, name, size=size, seed=seed)
         if progress:
             progress(f"{name}: generating", 1, 1)
         info = build_database(
@@ -313,16 +341,13 @@ class MemoryProfiles:
     def bootstrap(
         self,
         *,
-        size: int = DEFAULT_SIZE,
-        seed: int = DEFAULT_SEED,
+        size: int | None = None,
+        seed: int | None = None,
         progress: ProgressFn | None = None,
     ) -> list[BuildResult]:
-        """Build both built-in profiles; the active database is not touched."""
+        """Build every built-in profile (each given `size` and `seed`); the active database is untouched."""
         self.paths.ensure()
-        return [
-            self.build(SMALL_BASELINE, progress=progress),
-            self.build(NOISY_LARGE, size=size, seed=seed, progress=progress),
-        ]
+        return [self.build(name, size=size, seed=seed, progress=progress) for name in self.builtins]
 
     # ------------------------------------------------------------------ replacing the active database
 
@@ -331,7 +356,7 @@ class MemoryProfiles:
         path = self.profile_path(name)
         built: list[BuildResult] = []
         if not path.exists():
-            if name not in BUILTIN_PROFILES:
+            if name not in self.builtins:
                 raise ProfileError(
                     f"No profile named {name!r}; see `octygraph memory list` for the ones you can load."
                 )

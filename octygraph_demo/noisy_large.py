@@ -13,15 +13,15 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from octygraph.profiles.baseline import (
+from octygraph.profiles.graph import GraphBuilder, GraphSpec, stable_id, stamp
+from octygraph.store import NewNode
+from octygraph_demo.small_baseline import (
     DEFAULT_ANCHOR,
     ENTITIES,
     baseline_count,
     build_baseline,
     long_date,
 )
-from octygraph.profiles.graph import GraphBuilder, GraphSpec, stable_id, stamp
-from octygraph.store import NewNode
 
 DEFAULT_SIZE = 20_000
 DEFAULT_SEED = 20_000
