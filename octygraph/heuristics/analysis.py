@@ -213,6 +213,8 @@ MAX_ANALYSIS_CHARS: Final = 600
 _COMMAND_LEADS: Final = frozenset(
     "please first then next finally also just simply kindly always never so and".split()
 )
+"""Words before a command's verb ("please first check"): adverbs of the order itself, which
+`text.FILLER_LEAD` (filler before any statement) does not hold."""
 _CLAUSE_STARTERS: Final = frozenset(
     "for when whenever if before after once unless during with on in".split()
 )

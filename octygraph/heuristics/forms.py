@@ -38,13 +38,10 @@ and the date"). ("Always ..." is not: "always validate the payload in this form"
 at hand.)"""
 
 
-_STATED_LEAD: Final = (
-    r"^(?:(?:and|also|so|ok|okay|but|btw|fyi|wait|oh|note|remember|actually|honestly)[,:\s]+)*"
-)
 _NOT_AT_HAND: Final = r"(?![^?]*\b(?:this|that|these|those|here|it|yet)\b)"
 """Not about the thing at hand: "we use the other client in this file" is not a project fact."""
 STACK_STATEMENT: Final = rx(
-    rf"""{_STATED_LEAD}we(?:'re|\s+are|re)?\s+
+    rf"""{FILLER_LEAD}we(?:'re|\s+are|re)?\s+
     (?:not\s+|just\s+|only\s+|already\s+|now\s+|also\s+|all\s+)*
     (?:using|use|don'?t\s+use|do\s+not\s+use|never\s+use|always\s+use)\s
     {_NOT_AT_HAND}(?![^?]*\b(?:today|right\s+now)\b)[^?]*$"""
@@ -54,12 +51,12 @@ the old anon keys, we're just using a publishable key". 43 durable segments of t
 begin so, and 4 others that go on to the task ("we use httpx everywhere, not requests, so look at
 the httpx timeout config"); "we use the other client in this file" is left to the gate."""
 STATED_PREFERENCE: Final = rx(
-    rf"""{_STATED_LEAD}(?:i\s+(?:really\s+|strongly\s+|generally\s+|always\s+)?prefer
+    rf"""{FILLER_LEAD}(?:i\s+(?:really\s+|strongly\s+|generally\s+|always\s+)?prefer
     | i\s+(?:really\s+)?(?:do\s+not|don'?t|dont)\s+(?:really\s+)?(?:want|like)
     | i\s+(?:always\s+)?want\s+(?:you\s+to\s+)?always)\b{_NOT_AT_HAND}[^?]*$"""
 )
 STATED_DECISION: Final = rx(
-    rf"""{_STATED_LEAD}(?:we(?:'ve|\s+have)?\s+(?:decided|chose|picked|settled\s+on|agreed)
+    rf"""{FILLER_LEAD}(?:we(?:'ve|\s+have)?\s+(?:decided|chose|picked|settled\s+on|agreed)
     | we(?:'re|\s+are|re)\s+going\s+with | we\s+went\s+with)\b{_NOT_AT_HAND}[^?]*$"""
 )
 """A preference or a decision said outright: "I prefer small PRs", "I don't want a custom domain
@@ -100,7 +97,7 @@ _NAME: Final = (
     r"(?!(?:The|This|That|These|Those|It|We|Our|My|Your|Their|He|She|They)\b)(?-i:[A-Z][a-z]+)"
 )
 ROLE_CHANGE: Final = rx(
-    rf"""{_STATED_LEAD}{_NAME}\s+(?:
+    rf"""{FILLER_LEAD}{_NAME}\s+(?:
         (?:now\s+)?(?:handles|owns|manages|leads|runs|covers|looks\s+after)\s+[^?]+\bnow
         | (?:is|will\s+be)\s+(?:now\s+)?(?:taking\s+over|in\s+charge\s+of|responsible\s+for)\s[^?]+
         | (?:has\s+taken|took)\s+over\s[^?]+

@@ -36,6 +36,8 @@ _NEGATION: Final = re.compile(
     r"[^.;\n]{0,30}$"
 )
 _SENTENCE_SPLIT: Final = re.compile(r"(?<=[.!?;])\s+|\n+")
+"""Not `text.split_sentences`: that one drops code blocks and joins wrapped lines, and an instruction
+planted in a config comment or a pasted block must still be read line by line."""
 
 
 def _sentences(text: str) -> list[str]:

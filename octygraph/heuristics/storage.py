@@ -24,7 +24,7 @@ from octygraph.heuristics.forms import (
 )
 from octygraph.heuristics.instructions import detect_instruction
 from octygraph.heuristics.lexicon import GENERIC_SUBJECTS
-from octygraph.heuristics.text import rx
+from octygraph.heuristics.text import FILLER_LEAD, rx
 from octygraph.models import NodeType
 
 MIN_WORDS: Final = 3
@@ -35,7 +35,6 @@ _RULE_PLACE: Final = (
     r"(?:(?:cursor\s+|team\s+|project\s+|new\s+)?(?:rule|guideline|convention|preference|principle)s?"
     r"|claude\.md|agents\.md|contributing(?:\.md)?|\.cursorrules)"
 )
-_LEAD: Final = r"^(?:(?:also|and|please|then|now|ok|okay|so|pls)[,\s]+)*"
 _POINTER: Final = (
     r"(?:this|that|these|it)(?:\s+(?:preference|convention|rule|principle|one))?\s*(?:[.,;!]|$)"
 )
@@ -46,12 +45,12 @@ RECORD_THIS: Final = rx(
     | \b(?:recording|documenting|capturing|noting)\s+(?:this|that|these)\s+{_RULE_PLACE}\b
     | \b(?:add|create|make|write|put|save|update)\b[^.?!]{{0,60}}?\b{_RULE_PLACE}\b[^.?!]{{0,40}}?
         \b(?:recording|documenting|capturing|for|about)\s+{_POINTER}
-    | {_LEAD}remember\s+(?:this|that)\s*[.!]?$"""
+    | {FILLER_LEAD}remember\s+(?:this|that)\s*[.!]?$"""
 )
 """A request to write down what the user just said as a standing rule: "add a cursor rule recording
 this preference", "put that in CLAUDE.md", "please remember that"."""
 RULE_CONTENT: Final = rx(
-    rf"""{_LEAD}(?:
+    rf"""{FILLER_LEAD}(?:
         (?:add|create|write|make|put|start)\s+(?:a|an|another|the)?\s*(?:new\s+)?{_RULE_PLACE}
             \s+(?:entry\s+)?(?:that\s+(?:says|states|mentions)(?:\s+that)?|that|saying|stating|to\s+say)
         | make\s+sure\s+(?:the|that|this|our)\s+{_RULE_PLACE}\s+

@@ -24,8 +24,20 @@ _ABBREVIATIONS: Final = frozenset(
     dept est min max sec hr hrs mins jan feb mar apr jun jul aug sep sept oct nov dec""".split()
 )
 
-FILLER_LEAD: Final = r"^(?:(?:and|also|so|ok|okay|but|hmm|well|honestly|btw)[,\s]+)*"
-"""Filler words before what is said ("so, honestly, ..."), for a pattern anchored at the start."""
+FILLER_LEAD: Final = (
+    r"^(?:(?:and|also|so|then|now|but|ok|okay|well|hmm|oh|wait|honestly|actually|btw|fyi|note|remember"
+    r"|please|pls)[,:\s]+)*"
+)
+"""Filler words before what is said ("so, honestly, ...", "ok please ..."), for a pattern anchored at
+the start: the one lead-in of the sentence patterns (forms, refusals, rule requests, questions)."""
+
+QUESTION_START: Final = rx(
+    r"""^(?:who|whom|whose|what|which|when|where|why|how|is|are|was|were|do|does|did|can|could|
+    would|should|will|shall|may|might|have|has|had|am|isn't|aren't|doesn't|don't|didn't|any\s+idea|
+    wondering)\b"""
+)
+"""How a question begins ("what ...", "is ...", "any idea ..."): the one question test of the learned
+models' features (on lower-cased text; the no-LLM analysis adds word-order checks, `analysis._is_question`)."""
 
 WORD: Final = re.compile(r"[^\W_](?:[\w'’./+#&-]*[^\W_])?[+#]*")
 """A word token: letters/digits, keeping inner apostrophes, dots, dashes ("don't", "Node.js")."""
@@ -40,6 +52,8 @@ _LEADING: Final = re.compile(
     r"wait|yes|yeah|yep)\s*[,:;.!-]+(?:\s+|$))",
     re.IGNORECASE,
 )
+"""Discourse markers cut off a memory's wording ("FYI: ..."), a longer list than `FILLER_LEAD`:
+these are removed from what is stored, the filler is only skipped by patterns."""
 MAX_SENTENCES: Final = 40
 """A prompt is read by its first 40 sentences (a pasted wall of text by its head)."""
 

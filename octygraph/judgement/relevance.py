@@ -19,7 +19,7 @@ from typing import Final
 
 import numpy as np
 
-from octygraph.heuristics.text import content_stems
+from octygraph.heuristics.text import QUESTION_START, content_stems
 from octygraph.judgement.linear import Logistic, load_logistic, model_arrays
 from octygraph.judgement.segments import segments
 from octygraph.judgement.topics import TOPICS, topic_spread
@@ -59,9 +59,6 @@ _IDENT: Final = re.compile(
 _REFERS_BACK: Final = re.compile(
     r"(?i)\b(?:remember|recall|i\s+(?:told|said|mentioned)|like\s+i\s+said|as\s+i\s+(?:said|mentioned)"
     r"|what\s+was\s+the|again\?|we\s+(?:agreed|decided|discussed)|did\s+(?:we|i))\b"
-)
-_QUESTION: Final = re.compile(
-    r"(?i)^\s*(?:who|what|which|when|where|why|how|is|are|do|does|did|can|could|should|will)\b"
 )
 
 _TRIGGER: Final = re.compile(
@@ -130,7 +127,7 @@ def relevance_features(
     machine_share = (sum(s.machine for s in segs) / len(segs)) if segs else 0.0
     shape = [
         1.0 if len(words) <= 4 else 0.0,
-        1.0 if (_QUESTION.match(prompt) or prompt.rstrip().endswith("?")) else 0.0,
+        1.0 if (QUESTION_START.match(prompt.lstrip()) or prompt.rstrip().endswith("?")) else 0.0,
         machine_share,
         1.0 if _REFERS_BACK.search(prompt) else 0.0,
     ]

@@ -28,6 +28,8 @@ _STACK_FRAME: Final = re.compile(
     [$>#❯➜»]\s*\S|>>>\s|\+\s|-\s\s|\#{1,6}\s)""",
     re.VERBOSE,
 )
+"""A clause that only leads in to the next ("note that as a rule, ..."): joined to it, not judged alone
+(a whole clause, unlike `text.FILLER_LEAD`, which skips words before a pattern)."""
 _SYMBOLS: Final = re.compile(r"[{}()\[\];=<>|\\/$`\"'@#%^&*~]")
 # A comma or dash followed by a new independent clause about "us": "..., we use tenacity here".
 _CLAUSE_BREAK: Final = rx(

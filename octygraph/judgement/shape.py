@@ -15,14 +15,9 @@ from typing import Final
 import numpy as np
 
 from octygraph.heuristics.lexicon import COMMON_VERBS
-from octygraph.heuristics.text import rx
+from octygraph.heuristics.text import QUESTION_START, rx
 
 _WORD: Final = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+(?:\.\d+)*")
-_QUESTION_START: Final = rx(
-    r"""^(?:who|whom|whose|what|which|when|where|why|how|is|are|was|were|do|does|did|can|could|
-    would|should|will|shall|may|might|have|has|had|am|isn't|aren't|doesn't|don't|didn't|any\s+idea|
-    wondering)\b"""
-)
 _ASK_ASSISTANT: Final = rx(
     r"""\b(?:can|could|would|will)\s+you\b|\bplease\b|\bpls\b|\bplz\b|\bi\s+(?:want|need|'d\s+like|
     would\s+like)\s+(?:you\s+)?to\b|\blet'?s\b|\bhelp\s+me\b|\bmake\s+it\b|\btry\s+(?:again|to)\b"""
@@ -152,7 +147,7 @@ def shape_features(text: str, *, machine: bool = False, assistant: bool = False)
         "very_short": 1.0 if len(words) <= 3 else 0.0,
         "imperative_start": 1.0 if first in _IMPERATIVE_VERBS else 0.0,
         "asks_assistant": 1.0 if _ASK_ASSISTANT.search(low) else 0.0,
-        "question": 1.0 if _QUESTION_START.match(low) else 0.0,
+        "question": 1.0 if QUESTION_START.match(low) else 0.0,
         "question_mark": 1.0 if stripped.endswith("?") or "?" in stripped[-3:] else 0.0,
         "machine_shape": 1.0 if machine else 0.0,
         "symbol_density": min(1.0, 4.0 * symbols / n),
