@@ -3,7 +3,8 @@
 A memory replaced by another points at it (`superseded_by`); an archived one points at ARCHIVED. The rules
 that keep one current version in a chain live here, in `VersionedStore`, over the row steps of `VersionRows`
 (the same SQL for both backends, through their `Dialect`). A backend supplies its transaction, its node
-insert, its edge insert and how it takes a vector in or out of search (`_set_active`).
+insert, its edge write (and look-up, where no index skips a present edge) and how it takes a vector in or
+out of search (`_set_active`).
 """
 
 from __future__ import annotations
@@ -143,6 +144,27 @@ class VersionedStore(AdminStore):
     ) -> Edge | None:
         """Insert one edge unless it links a node to itself or is there already (its id, or its
         ends and type); None then. A missing target is an error."""
+        if source_id == target_id:
+            return None
+        if self._edge_present(conn, source_id, target_id, edge_type, edge_id):
+            return None
+        m = self.dialect.mark
+        if not conn.execute(f"SELECT 1 FROM nodes WHERE id = {m}", (target_id,)).fetchone():
+            raise StoreError(f"No memory with id {target_id!r} to link to.")
+        edge = Edge(
+            edge_id or new_id(), source_id, target_id, edge_type, attributes, created_at or utcnow()
+        )
+        return edge if self._write_edge(conn, edge) else None
+
+    def _edge_present(
+        self, conn: Any, source_id: str, target_id: str, edge_type: str, edge_id: str | None
+    ) -> bool:
+        """The edge is there already, looked up before the write; False where the database's unique
+        index on an edge's ends and type skips a present one as it writes (`_write_edge`)."""
+        return False
+
+    def _write_edge(self, conn: Any, edge: Edge) -> bool:
+        """Write a new edge's row; False when the database skipped it as present."""
         raise NotImplementedError
 
     def _set_active(self, conn: Any, node_ids: Sequence[str], active: bool) -> None:
