@@ -187,12 +187,7 @@ class PostgresStore(StoreBase):
                 conn.cursor().executemany(
                     "INSERT INTO octy_meta(key, value) VALUES (%s, %s) "
                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    [
-                        ("schema_version", str(SCHEMA_VERSION)),
-                        ("embedding_model", self.embedder.model_id),
-                        ("embedding_dim", str(self.embedder.dim)),
-                        ("created_at", utcnow()),
-                    ],
+                    self._new_meta(),
                 )
             else:
                 conn.execute(

@@ -36,7 +36,6 @@ from octygraph.store.model import (
     edge_row,
     node_from,
     node_row,
-    utcnow,
 )
 from octygraph.store.ranking import BM25_B, BM25_K1
 from octygraph.store.schema import (
@@ -285,12 +284,7 @@ class MemoryStore(StoreBase):
                 conn.execute(vec_ddl(self.embedder.dim))
                 conn.executemany(
                     "INSERT OR REPLACE INTO octy_meta(key, value) VALUES (?, ?)",
-                    [
-                        ("schema_version", str(SCHEMA_VERSION)),
-                        ("embedding_model", self.embedder.model_id),
-                        ("embedding_dim", str(self.embedder.dim)),
-                        ("created_at", utcnow()),
-                    ],
+                    self._new_meta(),
                 )
         # Indexes added after the first schema; databases made before them get them here.
         with self.transaction():
