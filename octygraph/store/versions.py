@@ -48,6 +48,13 @@ class VersionRows:
         ).fetchone()
         return None if row is None else (row[0], json.loads(row[1] or "{}"))
 
+    def lock_present(self, node_id: str) -> tuple[str | None, dict[str, Any]]:
+        """`lock` of a node that must be there: a missing one is an error."""
+        found = self.lock(node_id)
+        if found is None:
+            raise StoreError(f"No memory with id {node_id!r}.")
+        return found
+
     def replaced_by(self, node_id: str) -> list[str]:
         """Ids of the nodes that point at `node_id` (the versions it replaced)."""
         m = self.d.mark
@@ -269,10 +276,7 @@ class VersionedStore(AdminStore):
         """
         with self.transaction() as conn:
             rows = self._rows_for(conn)
-            found = rows.lock(node_id)
-            if found is None:
-                raise StoreError(f"No memory with id {node_id!r}.")
-            was, attributes = found
+            was, attributes = rows.lock_present(node_id)
             if was == ARCHIVED:
                 raise StoreError(f"Memory {node_id} is already archived.")
             previous = rows.replaced_by(node_id)
@@ -289,10 +293,7 @@ class VersionedStore(AdminStore):
         """Undo `archive_node`: the memory is back where it was, and what it replaced is again replaced."""
         with self.transaction() as conn:
             rows = self._rows_for(conn)
-            found = rows.lock(node_id)
-            if found is None:
-                raise StoreError(f"No memory with id {node_id!r}.")
-            pointer, attributes = found
+            pointer, attributes = rows.lock_present(node_id)
             if pointer != ARCHIVED:
                 raise StoreError(f"Memory {node_id} is not archived; nothing to restore.")
             info = attributes.pop("archived", None) or {}
