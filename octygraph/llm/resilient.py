@@ -16,7 +16,7 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -232,6 +232,8 @@ class _Run:
     """`time.monotonic()` by which the call must be over (the run's deadline); None = no limit."""
     log: list[dict[str, Any]] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)
+    retry_in: float | None = None
+    """After a failed attempt: the wait before the next one on the same route; None = the next route."""
 
     def out_of_time(self) -> bool:
         remaining = left(self.deadline)
@@ -380,6 +382,36 @@ class ResilientChatModel(BaseChatModel):
         manager.add_metadata(run_manager.inheritable_metadata)
         return {"callbacks": manager}
 
+    def _attempts(self, run: _Run) -> Iterator[tuple[Route, int]]:
+        """The attempts of one call, in order: (route, attempt number) for each route not skipped, again
+        while its last failure left a delay (`_outcome`). Raises `LLMUnavailable` once the run is out of
+        time."""
+        for route in self._active():
+            if run.skip(route):
+                continue
+            attempt = 0
+            while True:
+                attempt += 1
+                if run.out_of_time():
+                    run.failed(route, attempt, OUT_OF_TIME)
+                    raise run.unavailable()
+                yield route, attempt
+                if run.retry_in is None:
+                    break
+
+    def _outcome(
+        self, run: _Run, route: Route, attempt: int, reply: BaseMessage | Failure
+    ) -> ChatResult | None:
+        """The result when `reply` answers; else the attempt is logged as failed and `run.retry_in` is
+        the wait before the next attempt on this route (None: on to the next route)."""
+        if not isinstance(reply, Failure):
+            if has_answer(reply):
+                run.succeeded(route)
+                return self._finish(reply, route, run)
+            reply = EMPTY_REPLY
+        run.retry_in = run.failed(route, attempt, reply)
+        return None
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -390,34 +422,23 @@ class ResilientChatModel(BaseChatModel):
         run = _Run(self.retry_base_s, deadline=self._deadline(run_manager))
         if stop is not None:
             kwargs["stop"] = stop
-        for route in self._active():
-            if run.skip(route):
-                continue
-            attempt = 0
-            while True:
-                attempt += 1
-                if run.out_of_time():
-                    run.failed(route, attempt, OUT_OF_TIME)
-                    raise run.unavailable()
-                try:
-                    reply = route.model.invoke(
-                        messages, self._config(run_manager), **{**route.bound, **kwargs}
-                    )
-                except Exception as exc:  # CancelledError / KeyboardInterrupt propagate
-                    failure = classify(exc)
-                else:
-                    if has_answer(reply):
-                        run.succeeded(route)
-                        return self._finish(reply, route, run)
-                    failure = EMPTY_REPLY
-                delay = run.failed(route, attempt, failure)
-                if delay is None:
-                    break
-                time.sleep(delay)
+        for route, attempt in self._attempts(run):
+            reply: BaseMessage | Failure
+            try:
+                reply = route.model.invoke(
+                    messages, self._config(run_manager), **{**route.bound, **kwargs}
+                )
+            except Exception as exc:  # CancelledError / KeyboardInterrupt propagate
+                reply = classify(exc)
+            result = self._outcome(run, route, attempt, reply)
+            if result is not None:
+                return result
+            if run.retry_in is not None:
+                time.sleep(run.retry_in)
         raise run.unavailable()
 
-    # The same walk as `_generate`, awaited: LangChain calls one or the other, and the async one bounds
-    # each request with `asyncio.timeout`, which a thread cannot.
+    # `_generate` awaited: LangChain calls one or the other, and the async one bounds each request with
+    # `asyncio.timeout`, which a thread cannot.
     async def _agenerate(
         self,
         messages: list[BaseMessage],
@@ -428,36 +449,24 @@ class ResilientChatModel(BaseChatModel):
         run = _Run(self.retry_base_s, deadline=self._deadline(run_manager))
         if stop is not None:
             kwargs["stop"] = stop
-        for route in self._active():
-            if run.skip(route):
-                continue
-            attempt = 0
-            while True:
-                attempt += 1
-                if run.out_of_time():
+        for route, attempt in self._attempts(run):
+            reply: BaseMessage | Failure
+            try:
+                # The request may take only the time the run has left.
+                async with asyncio.timeout(left(run.deadline)) as scope:
+                    reply = await route.model.ainvoke(
+                        messages, self._config(run_manager), **{**route.bound, **kwargs}
+                    )
+            except TimeoutError:
+                if scope.expired():
                     run.failed(route, attempt, OUT_OF_TIME)
-                    raise run.unavailable()
-                try:
-                    # The request may take only the time the run has left.
-                    async with asyncio.timeout(left(run.deadline)) as scope:
-                        reply = await route.model.ainvoke(
-                            messages, self._config(run_manager), **{**route.bound, **kwargs}
-                        )
-                except TimeoutError:
-                    if not scope.expired():
-                        failure = classify(TimeoutError())
-                    else:
-                        run.failed(route, attempt, OUT_OF_TIME)
-                        raise run.unavailable() from None
-                except Exception as exc:
-                    failure = classify(exc)
-                else:
-                    if has_answer(reply):
-                        run.succeeded(route)
-                        return self._finish(reply, route, run)
-                    failure = EMPTY_REPLY
-                delay = run.failed(route, attempt, failure)
-                if delay is None:
-                    break
-                await asyncio.sleep(delay)
+                    raise run.unavailable() from None
+                reply = classify(TimeoutError())
+            except Exception as exc:
+                reply = classify(exc)
+            result = self._outcome(run, route, attempt, reply)
+            if result is not None:
+                return result
+            if run.retry_in is not None:
+                await asyncio.sleep(run.retry_in)
         raise run.unavailable()

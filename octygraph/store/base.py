@@ -29,11 +29,12 @@ from octygraph.store.model import (
     StoreError,
     _row_to_node,
     row_to_edge,
+    utcnow,
     validate_node,
 )
 from octygraph.store.protocol import SearchMode
 from octygraph.store.ranking import rank_hits
-from octygraph.store.schema import ARCHIVED, SUBTYPES
+from octygraph.store.schema import ARCHIVED, SCHEMA_VERSION, SUBTYPES
 from octygraph.store.versions import VersionedStore, release_replaced
 
 # A name's meaning must be this close to an entity's for a semantic match (`find_entity`).
@@ -104,6 +105,15 @@ class StoreBase(VersionedStore):
 
     def meta(self) -> dict[str, str]:
         return dict(self._rows("SELECT key, value FROM octy_meta"))
+
+    def _new_meta(self) -> list[tuple[str, str]]:
+        """The octy_meta rows a new store starts with: its schema version and embedding model."""
+        return [
+            ("schema_version", str(SCHEMA_VERSION)),
+            ("embedding_model", self.embedder.model_id),
+            ("embedding_dim", str(self.embedder.dim)),
+            ("created_at", utcnow()),
+        ]
 
     def close(self) -> None:
         with self._lock:

@@ -219,6 +219,18 @@ NODE_SELECT = ", ".join(f"n.{c.strip()}" for c in _NODE_COLS.split(","))
 EDGE_COLS = "id, source_id, target_id, edge_type, attributes, created_at"
 
 
+def edge_row(edge: Edge) -> tuple[Any, ...]:
+    """The values of `EDGE_COLS` for a new edge."""
+    return (
+        edge.id,
+        edge.source_id,
+        edge.target_id,
+        edge.edge_type,
+        json.dumps(edge.attributes, sort_keys=True),
+        edge.created_at,
+    )
+
+
 def row_to_edge(row: Sequence[Any]) -> Edge:
     """An edge from the values of `EDGE_COLS`."""
     return Edge(row[0], row[1], row[2], row[3], json.loads(row[4] or "{}"), row[5] or "")

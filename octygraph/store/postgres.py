@@ -11,7 +11,6 @@ number of processes queue in one order and none sees a half-written supersession
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -35,7 +34,7 @@ from octygraph.store.model import (
     NotAnOctygraphDatabase,
     StoreError,
     _row_to_node,
-    new_id,
+    edge_row,
     node_from,
     node_row,
     utcnow,
@@ -188,12 +187,7 @@ class PostgresStore(StoreBase):
                 conn.cursor().executemany(
                     "INSERT INTO octy_meta(key, value) VALUES (%s, %s) "
                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    [
-                        ("schema_version", str(SCHEMA_VERSION)),
-                        ("embedding_model", self.embedder.model_id),
-                        ("embedding_dim", str(self.embedder.dim)),
-                        ("created_at", utcnow()),
-                    ],
+                    self._new_meta(),
                 )
             else:
                 conn.execute(
@@ -270,37 +264,14 @@ class PostgresStore(StoreBase):
             self._link_new(conn, item, node)
         return nodes
 
-    def _insert_edge(
-        self,
-        conn: Any,
-        source_id: str,
-        target_id: str,
-        edge_type: str,
-        attributes: dict[str, Any],
-        created_at: str | None = None,
-        edge_id: str | None = None,
-    ) -> Edge | None:
-        # Not shared: the unique index on an edge's ends and type skips a present one (ON CONFLICT).
-        if source_id == target_id:
-            return None
-        if not conn.execute("SELECT 1 FROM nodes WHERE id = %s", (target_id,)).fetchone():
-            raise StoreError(f"No memory with id {target_id!r} to link to.")
-        edge = Edge(
-            edge_id or new_id(), source_id, target_id, edge_type, attributes, created_at or utcnow()
-        )
+    def _write_edge(self, conn: Any, edge: Edge) -> bool:
+        # The unique index on an edge's ends and type skips a present one (ON CONFLICT).
         row = conn.execute(
             f"INSERT INTO edges({EDGE_COLS}) VALUES (%s,%s,%s,%s,%s,%s) "
             "ON CONFLICT DO NOTHING RETURNING id",
-            (
-                edge.id,
-                source_id,
-                target_id,
-                edge_type,
-                json.dumps(attributes, sort_keys=True),
-                edge.created_at,
-            ),
+            edge_row(edge),
         ).fetchone()
-        return edge if row else None
+        return row is not None
 
     def _lock_entity_name(self, conn: Any, name: str) -> None:
         """A lock on the folded name: PostgreSQL has no unique index on current entity names."""

@@ -6,7 +6,6 @@ timeout and WAL, so two processes (two Claude sessions on one project) can write
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import uuid
@@ -34,10 +33,9 @@ from octygraph.store.model import (
     NotAnOctygraphDatabase,
     StoreError,
     _row_to_node,
-    new_id,
+    edge_row,
     node_from,
     node_row,
-    utcnow,
 )
 from octygraph.store.ranking import BM25_B, BM25_K1
 from octygraph.store.schema import (
@@ -286,12 +284,7 @@ class MemoryStore(StoreBase):
                 conn.execute(vec_ddl(self.embedder.dim))
                 conn.executemany(
                     "INSERT OR REPLACE INTO octy_meta(key, value) VALUES (?, ?)",
-                    [
-                        ("schema_version", str(SCHEMA_VERSION)),
-                        ("embedding_model", self.embedder.model_id),
-                        ("embedding_dim", str(self.embedder.dim)),
-                        ("created_at", utcnow()),
-                    ],
+                    self._new_meta(),
                 )
         # Indexes added after the first schema; databases made before them get them here.
         with self.transaction():
@@ -371,44 +364,21 @@ class MemoryStore(StoreBase):
             nodes.append(node)
         return nodes
 
-    def _insert_edge(
-        self,
-        conn: Any,
-        source_id: str,
-        target_id: str,
-        edge_type: str,
-        attributes: dict[str, Any],
-        created_at: str | None = None,
-        edge_id: str | None = None,
-    ) -> Edge | None:
-        # Not shared: SQLite files have no unique index on an edge's ends and type, so look first.
-        if source_id == target_id:
-            return None
+    def _edge_present(
+        self, conn: Any, source_id: str, target_id: str, edge_type: str, edge_id: str | None
+    ) -> bool:
+        # SQLite files have no unique index on an edge's ends and type, so look first.
         if edge_id and conn.execute("SELECT 1 FROM edges WHERE id=?", (edge_id,)).fetchone():
-            return None
+            return True
         exists = conn.execute(
             "SELECT id FROM edges WHERE source_id=? AND target_id=? AND edge_type=?",
             (source_id, target_id, edge_type),
         ).fetchone()
-        if exists:
-            return None
-        if not conn.execute("SELECT 1 FROM nodes WHERE id=?", (target_id,)).fetchone():
-            raise StoreError(f"No memory with id {target_id!r} to link to.")
-        edge = Edge(
-            edge_id or new_id(), source_id, target_id, edge_type, attributes, created_at or utcnow()
-        )
-        conn.execute(
-            f"INSERT INTO edges({EDGE_COLS}) VALUES (?,?,?,?,?,?)",
-            (
-                edge.id,
-                source_id,
-                target_id,
-                edge_type,
-                json.dumps(attributes, sort_keys=True),
-                edge.created_at,
-            ),
-        )
-        return edge
+        return exists is not None
+
+    def _write_edge(self, conn: Any, edge: Edge) -> bool:
+        conn.execute(f"INSERT INTO edges({EDGE_COLS}) VALUES (?,?,?,?,?,?)", edge_row(edge))
+        return True
 
     def _delete_vector(self, conn: Any, node_id: str, position: Any) -> None:
         conn.execute("DELETE FROM embeddings WHERE node_id=?", (node_id,))

@@ -78,6 +78,17 @@ def _connect_ro(path: Path) -> Any:
     return sqlean.connect(uri, uri=True, timeout=15.0)
 
 
+def _backup_into(src: Any, target: Path, pragma: str, *, timeout: float = 5.0) -> None:
+    """Copy the database `src` is connected to over `target` (SQLite's online backup), then run
+    `pragma` on the copy. `timeout`: how long to wait for a lock on `target` (SQLite's default 5 s)."""
+    dest = sqlean.connect(str(target), timeout=timeout)
+    try:
+        src.backup(dest)
+        dest.execute(pragma)
+    finally:
+        dest.close()
+
+
 def inspect_database(path: Path, what: str) -> DbInfo:
     """Read an octygraph database's model and counts, read-only; refuses anything else.
 
@@ -150,12 +161,7 @@ def backup_file(source: Path, target: Path) -> None:
     _remove(tmp)
     src = sqlean.connect(str(source), timeout=15.0)
     try:
-        dest = sqlean.connect(str(tmp))
-        try:
-            src.backup(dest)
-            dest.execute("PRAGMA journal_mode=DELETE")
-        finally:
-            dest.close()
+        _backup_into(src, tmp, "PRAGMA journal_mode=DELETE")
     except BaseException:
         _remove(tmp)
         raise
@@ -187,13 +193,8 @@ def restore_into(source: Path, live: Path) -> None:
     if _healthy(live):
         src = _connect_ro(source)
         try:
-            dest = sqlean.connect(str(live), timeout=15.0)
-            try:
-                src.backup(dest)
-                # Fold the copied pages into the main file; harmless when a reader holds it back.
-                dest.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            finally:
-                dest.close()
+            # Fold the copied pages into the main file; harmless when a reader holds it back.
+            _backup_into(src, live, "PRAGMA wal_checkpoint(TRUNCATE)", timeout=15.0)
         except sqlean.DatabaseError as exc:
             raise ProfileError(
                 f"Could not copy {source.name} into the active database (SQLite says: {exc}); "
@@ -207,12 +208,7 @@ def restore_into(source: Path, live: Path) -> None:
     _remove(tmp)
     src = _connect_ro(source)
     try:
-        dest = sqlean.connect(str(tmp))
-        try:
-            src.backup(dest)
-            dest.execute("PRAGMA journal_mode=WAL")
-        finally:
-            dest.close()
+        _backup_into(src, tmp, "PRAGMA journal_mode=WAL")
     finally:
         src.close()
     for suffix in SIDECARS:

@@ -3,7 +3,8 @@
 A memory replaced by another points at it (`superseded_by`); an archived one points at ARCHIVED. The rules
 that keep one current version in a chain live here, in `VersionedStore`, over the row steps of `VersionRows`
 (the same SQL for both backends, through their `Dialect`). A backend supplies its transaction, its node
-insert, its edge insert and how it takes a vector in or out of search (`_set_active`).
+insert, its edge write (and look-up, where no index skips a present edge) and how it takes a vector in or
+out of search (`_set_active`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,13 @@ class VersionRows:
             (node_id,),
         ).fetchone()
         return None if row is None else (row[0], json.loads(row[1] or "{}"))
+
+    def lock_present(self, node_id: str) -> tuple[str | None, dict[str, Any]]:
+        """`lock` of a node that must be there: a missing one is an error."""
+        found = self.lock(node_id)
+        if found is None:
+            raise StoreError(f"No memory with id {node_id!r}.")
+        return found
 
     def replaced_by(self, node_id: str) -> list[str]:
         """Ids of the nodes that point at `node_id` (the versions it replaced)."""
@@ -143,6 +151,27 @@ class VersionedStore(AdminStore):
     ) -> Edge | None:
         """Insert one edge unless it links a node to itself or is there already (its id, or its
         ends and type); None then. A missing target is an error."""
+        if source_id == target_id:
+            return None
+        if self._edge_present(conn, source_id, target_id, edge_type, edge_id):
+            return None
+        m = self.dialect.mark
+        if not conn.execute(f"SELECT 1 FROM nodes WHERE id = {m}", (target_id,)).fetchone():
+            raise StoreError(f"No memory with id {target_id!r} to link to.")
+        edge = Edge(
+            edge_id or new_id(), source_id, target_id, edge_type, attributes, created_at or utcnow()
+        )
+        return edge if self._write_edge(conn, edge) else None
+
+    def _edge_present(
+        self, conn: Any, source_id: str, target_id: str, edge_type: str, edge_id: str | None
+    ) -> bool:
+        """The edge is there already, looked up before the write; False where the database's unique
+        index on an edge's ends and type skips a present one as it writes (`_write_edge`)."""
+        return False
+
+    def _write_edge(self, conn: Any, edge: Edge) -> bool:
+        """Write a new edge's row; False when the database skipped it as present."""
         raise NotImplementedError
 
     def _set_active(self, conn: Any, node_ids: Sequence[str], active: bool) -> None:
@@ -247,10 +276,7 @@ class VersionedStore(AdminStore):
         """
         with self.transaction() as conn:
             rows = self._rows_for(conn)
-            found = rows.lock(node_id)
-            if found is None:
-                raise StoreError(f"No memory with id {node_id!r}.")
-            was, attributes = found
+            was, attributes = rows.lock_present(node_id)
             if was == ARCHIVED:
                 raise StoreError(f"Memory {node_id} is already archived.")
             previous = rows.replaced_by(node_id)
@@ -267,10 +293,7 @@ class VersionedStore(AdminStore):
         """Undo `archive_node`: the memory is back where it was, and what it replaced is again replaced."""
         with self.transaction() as conn:
             rows = self._rows_for(conn)
-            found = rows.lock(node_id)
-            if found is None:
-                raise StoreError(f"No memory with id {node_id!r}.")
-            pointer, attributes = found
+            pointer, attributes = rows.lock_present(node_id)
             if pointer != ARCHIVED:
                 raise StoreError(f"Memory {node_id} is not archived; nothing to restore.")
             info = attributes.pop("archived", None) or {}

@@ -6,17 +6,38 @@ grounded in the user's words). In a replay (`Context.read_only`) nothing is writ
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from langchain_core.tools import tool
 from langgraph.prebuilt import ToolRuntime
 
 from octygraph.pipeline.context import Context
 from octygraph.pipeline.tools import writes
-from octygraph.pipeline.tools.ops import Artifact
+from octygraph.pipeline.tools.ops import Artifact, ToolResult
 
 
 def _grounding(runtime: ToolRuntime[Context]) -> str:
     state = runtime.state if isinstance(runtime.state, dict) else {}
     return str(state.get("prompt", ""))
+
+
+def _write(
+    runtime: ToolRuntime[Context], write: Callable[..., ToolResult], **fields: Any
+) -> Artifact:
+    """`write` into the run's store, checked against the prompt and the run's injection finding, stamped
+    with the run's id; in a replay nothing is written."""
+    ctx = runtime.context
+    if ctx.read_only:
+        return "Replay: nothing stored.", []
+    result = write(
+        ctx.memory(),
+        grounding_text=_grounding(runtime),
+        injection=ctx.injection,
+        run_id=ctx.run_id,
+        **fields,
+    )
+    return result.text, result.records
 
 
 @tool(response_format="content_and_artifact")
@@ -53,14 +74,11 @@ def store_memory(
         related_ids: Ids of other memories this one relates to.
     """
     ctx = runtime.context
-    if ctx.read_only:
-        return "Replay: nothing stored.", []
-    result = writes.store_memory(
-        ctx.memory(),
+    return _write(
+        runtime,
+        writes.store_memory,
         node_type=type,
         content=content,
-        grounding_text=_grounding(runtime),
-        injection=ctx.injection,
         subtype=subtype,
         valid_from=valid_from,
         entity_ids=entity_ids or [],
@@ -70,9 +88,7 @@ def store_memory(
         source="claude" if ctx.source == "claude" or source == "claude" else ctx.source,
         scope=scope,
         related_ids=related_ids or [],
-        run_id=ctx.run_id,
     )
-    return result.text, result.records
 
 
 @tool(response_format="content_and_artifact")
@@ -83,16 +99,10 @@ def supersede_memory(old_id: str, new_content: str, runtime: ToolRuntime[Context
         old_id: Id of the memory to replace, from search_facts.
         new_content: The corrected statement in the user's words, e.g. "Lisa handles the Anderson account".
     """
-    ctx = runtime.context
-    if ctx.read_only:
-        return "Replay: nothing stored.", []
-    result = writes.supersede_memory(
-        ctx.memory(),
+    return _write(
+        runtime,
+        writes.supersede_memory,
         old_id=old_id,
         new_content=new_content,
-        grounding_text=_grounding(runtime),
-        injection=ctx.injection,
-        source=ctx.source,
-        run_id=ctx.run_id,
+        source=runtime.context.source,
     )
-    return result.text, result.records
