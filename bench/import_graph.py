@@ -30,16 +30,20 @@ PACKAGE = "octygraph"
 
 # The intended order, bottom to top: a part may import parts of its own layer or below, never above.
 LAYERS: list[tuple[str, ...]] = [
-    # text utilities and settings (environment variables, their table, private files)
-    ("__init__", "utf8", "config"),
+    # text utilities (words, stems, word lists, dates) and settings (environment variables, their
+    # table, private files)
+    ("__init__", "utf8", "config", "text"),
     # embeddings (and the local model's cached vectors), then the stores (SQLite, PostgreSQL); the
     # store's schema is the memory's vocabulary
     ("embeddings", "local_vectors"),
     ("store",),
-    # the LLM-facing shapes of that vocabulary, then judgement of text: rules, then learned models
+    # the LLM-facing shapes of that vocabulary; what may never be stored (secrets, injection
+    # attempts, ungrounded text); judgement of text: the sentence rules, then the learned models;
+    # then the deterministic (no-LLM) classification, search plan and reconciliation built on them
     ("models",),
-    ("heuristics",),
+    ("safety",),
     ("judgement",),
+    ("fallback",),
     # opening stores, named databases, whole-store formats
     ("services", "profiles"),
     ("transfer",),

@@ -49,8 +49,8 @@ from pydantic import BaseModel  # noqa: E402
 
 from octygraph.config.settings import Settings  # noqa: E402
 from octygraph.embeddings import local_embeddings  # noqa: E402
-from octygraph.heuristics.classify import classify  # noqa: E402
-from octygraph.heuristics.plan import plan_retrieval  # noqa: E402
+from octygraph.fallback.classify import classify  # noqa: E402
+from octygraph.fallback.plan import plan_retrieval  # noqa: E402
 from octygraph.judgement.storage import filter_storage  # noqa: E402
 from octygraph.llm.usage import UsageTracker  # noqa: E402
 from octygraph.models import InstructionList  # noqa: E402

@@ -18,7 +18,7 @@ from typing import Final, Literal
 
 from octygraph.config.private import private_mkdir
 from octygraph.config.settings import Settings
-from octygraph.heuristics.safety import redact_secrets
+from octygraph.safety.checks import redact_secrets
 from octygraph.store import Node
 
 Action = Literal["approve", "edit", "forget"]

@@ -111,7 +111,7 @@ def _configure_logging(settings: Settings) -> None:
             level=logging.INFO,
             format="%(asctime)s octygraph %(levelname)s %(message)s",
         )
-        from octygraph.heuristics.secrets import redact_logs
+        from octygraph.safety.secrets import redact_logs
 
         redact_logs()
 

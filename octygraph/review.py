@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from octygraph.candidates import is_candidate
-from octygraph.heuristics import reconcile as wording
-from octygraph.heuristics.safety import redact_secrets
+from octygraph.fallback import reconcile as wording
+from octygraph.safety.checks import redact_secrets
 from octygraph.store import ARCHIVED, DEFAULT_SCOPE, NODE_TYPES, SUBTYPES, AdminStore, Node
 from octygraph.store import StoreError as ReviewError
 

@@ -18,14 +18,14 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from octygraph.heuristics.intent import is_injection_message
-from octygraph.heuristics.secrets import (
+from octygraph.profiles.graph import GraphSpec, ProgressFn, write_graph
+from octygraph.safety.intent import is_injection_message
+from octygraph.safety.secrets import (
     is_secret_name,
     redact_deep,
     redact_secrets,
     redacted_away,
 )
-from octygraph.profiles.graph import GraphSpec, ProgressFn, write_graph
 from octygraph.store import (
     NODE_TYPES,
     SUBTYPES,

@@ -18,7 +18,7 @@ import pytest
 
 from octygraph import hooks
 from octygraph.config.settings import Settings
-from octygraph.heuristics.secrets import is_secret_name, redact_secrets
+from octygraph.safety.secrets import is_secret_name, redact_secrets
 from octygraph.store import MemoryStore
 from tests.security_corpus import Secret
 from tests.test_security import cli, leaks, prompt_payload, stop_payload

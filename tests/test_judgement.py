@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from octygraph.config.settings import Settings
-from octygraph.heuristics.storage import recorded_rules
 from octygraph.judgement.decoration import strip_decoration
 from octygraph.judgement.gate import Judged, judged_segments, storage_gate
+from octygraph.judgement.patterns import recorded_rules
 from octygraph.judgement.relevance import MemoryText, relevance_model
 from octygraph.judgement.segments import segments
 from octygraph.judgement.standalone import standalone

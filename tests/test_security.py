@@ -172,7 +172,7 @@ def _stored_nodes() -> list[object]:
 
 
 def test_every_injection_attempt_is_judged_as_one_and_few_benign_rules_are() -> None:
-    from octygraph.heuristics.intent import injection_reason
+    from octygraph.safety.intent import injection_reason
     from tests.security_corpus import BENIGN_RULES, INJECTIONS
 
     assert len(INJECTIONS) >= 100 and len(BENIGN_RULES) >= 100
@@ -184,7 +184,7 @@ def test_every_injection_attempt_is_judged_as_one_and_few_benign_rules_are() -> 
 
 def test_the_held_out_attacks_and_rules_are_mostly_judged_right() -> None:
     """Texts the detector was not written against (see the corpus): most attacks, no benign rule."""
-    from octygraph.heuristics.intent import injection_reason
+    from octygraph.safety.intent import injection_reason
     from tests.security_corpus import HELD_OUT_BENIGN, HELD_OUT_INJECTIONS
 
     caught = sum(injection_reason(text) is not None for text in HELD_OUT_INJECTIONS)

@@ -21,7 +21,7 @@ def sentence(text: str) -> str:
     """One line, secrets redacted, ending with a full stop."""
     line = " ".join(str(text).split())
     try:
-        from octygraph.heuristics.secrets import redact_secrets
+        from octygraph.safety.secrets import redact_secrets
 
         line = redact_secrets(line)[0]
     except Exception:

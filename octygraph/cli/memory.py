@@ -717,8 +717,8 @@ def memory_add(
     ] = False,
 ) -> None:
     """Store one memory directly (no pipeline): for people and tests."""
-    from octygraph.heuristics.safety import redact_secrets
-    from octygraph.heuristics.secrets import is_secret_name, redacted_away
+    from octygraph.safety.checks import redact_secrets
+    from octygraph.safety.secrets import is_secret_name, redacted_away
     from octygraph.services import open_store
     from octygraph.store import NODE_TYPES, SUBTYPES
 

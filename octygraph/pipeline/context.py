@@ -87,7 +87,7 @@ class Context:
     def gazetteer(self) -> Any:
         """Known entity names and kinds from the store, built once per run (classify and plan share it)."""
         if self._gazetteer is None:
-            from octygraph.heuristics.entities import Gazetteer
+            from octygraph.judgement.entities import Gazetteer
 
             store = self.memory()
             # A resident service runs many prompts on one store: rebuild only when the data changed.

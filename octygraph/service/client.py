@@ -379,8 +379,8 @@ def _payload_at_rest(payload_b64: str) -> str:
     """
     import json
 
-    from octygraph.heuristics.intent import injection_reason
-    from octygraph.heuristics.secrets import redact_secrets
+    from octygraph.safety.intent import injection_reason
+    from octygraph.safety.secrets import redact_secrets
 
     raw = binascii.a2b_base64(payload_b64.encode("ascii"))
     try:

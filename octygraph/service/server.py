@@ -641,7 +641,7 @@ def configure_logging() -> None:
     log.setLevel(logging.INFO)
     # How sessions were settled (candidates confirmed, merged, judged) is the service's work too.
     logging.getLogger("octygraph.hooks").setLevel(logging.INFO)
-    from octygraph.heuristics.secrets import redact_logs
+    from octygraph.safety.secrets import redact_logs
 
     redact_logs()  # the log file is on disk too: no secret reaches it
 

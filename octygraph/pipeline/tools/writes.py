@@ -11,13 +11,13 @@ import re
 from collections.abc import Sequence
 
 from octygraph.candidates import candidate_attributes, confirm
-from octygraph.heuristics.intent import injection_reason, is_injection_message
-from octygraph.heuristics.lexicon import COMMON_VERBS, STOPWORDS
-from octygraph.heuristics.safety import is_grounded, looks_like_injection, redact_secrets
-from octygraph.heuristics.secrets import is_secret_name
 from octygraph.models import DEFAULT_SUBTYPE, SUBTYPES
 from octygraph.pipeline.tools.ops import ToolResult, to_record
+from octygraph.safety.checks import is_grounded, looks_like_injection, redact_secrets
+from octygraph.safety.intent import injection_reason, is_injection_message
+from octygraph.safety.secrets import is_secret_name
 from octygraph.store import GraphStore, Node, StoreError
+from octygraph.text.lexicon import COMMON_VERBS, STOPWORDS
 from octygraph.uses import record_access
 
 RUN = "run"

@@ -18,8 +18,8 @@ import unicodedata
 from functools import lru_cache
 from typing import Final
 
-from octygraph.heuristics.planted import planted_kind
-from octygraph.heuristics.safety import _AI, looks_like_injection
+from octygraph.safety.checks import _AI, looks_like_injection
+from octygraph.safety.planted import planted_kind
 
 _ZERO_WIDTH: Final = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad]")
 # Cyrillic and Greek letters that look like Latin ones.

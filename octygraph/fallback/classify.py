@@ -7,19 +7,19 @@ from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import Final
 
-from octygraph.heuristics.analysis import Sentence, analyze
-from octygraph.heuristics.entities import Gazetteer
-from octygraph.heuristics.lexicon import (
+from octygraph.judgement.analysis import Sentence, analyze
+from octygraph.judgement.entities import Gazetteer
+from octygraph.judgement.patterns import CODE, sentence_type
+from octygraph.models import Classification, Intent, Operations, merge_classifications
+from octygraph.safety.checks import redact_secrets
+from octygraph.text.lexicon import (
     COMMON_VERBS,
     IRREGULAR_PAST,
     PERSON_VERBS,
     TIME_WORDS,
     VAGUE_WORDS,
 )
-from octygraph.heuristics.safety import redact_secrets
-from octygraph.heuristics.storage import CODE, sentence_type
-from octygraph.heuristics.text import MAX_SENTENCES, rx, split_sentences, stem
-from octygraph.models import Classification, Intent, Operations, merge_classifications
+from octygraph.text.words import MAX_SENTENCES, rx, split_sentences, stem
 
 _INTENT_PATTERNS: Final[tuple[tuple[Intent, re.Pattern[str]], ...]] = (
     (

@@ -18,14 +18,14 @@ import re
 from datetime import date
 from typing import Final
 
-from octygraph.heuristics.analysis import ONE_OFF, Sentence
-from octygraph.heuristics.safety import redact_secrets
-from octygraph.heuristics.text import rx
+from octygraph.judgement.analysis import ONE_OFF, Sentence
 from octygraph.models import (
     ExtractedInstruction,
     InstructionPattern,
     InstructionSubtype,
 )
+from octygraph.safety.checks import redact_secrets
+from octygraph.text.words import rx
 
 THRESHOLD: Final = rx(
     r"""(?:\bat\s+(?:least|most)|\bno\s+(?:more|less|fewer)\s+than|\bnot\s+more\s+than|

@@ -6,7 +6,7 @@ import functools
 import re
 from typing import Final
 
-from octygraph.heuristics.lexicon import STOPWORDS
+from octygraph.text.lexicon import STOPWORDS
 
 
 def rx(pattern: str) -> re.Pattern[str]:

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Final
 
-from octygraph.heuristics.analysis import MAX_ANALYSIS_CHARS, Sentence, resolve_pronouns
-from octygraph.heuristics.forms import (
+from octygraph.judgement.analysis import MAX_ANALYSIS_CHARS, Sentence, resolve_pronouns
+from octygraph.judgement.forms import (
     ABOUT_THE_CONVERSATION,
     GO_AHEAD,
     GUESS,
@@ -22,10 +22,10 @@ from octygraph.heuristics.forms import (
     STATED_DECISION,
     WISH_FOR_THE_TASK,
 )
-from octygraph.heuristics.instructions import detect_instruction
-from octygraph.heuristics.lexicon import GENERIC_SUBJECTS
-from octygraph.heuristics.text import rx
+from octygraph.judgement.instructions import detect_instruction
 from octygraph.models import NodeType
+from octygraph.text.lexicon import GENERIC_SUBJECTS
+from octygraph.text.words import rx
 
 MIN_WORDS: Final = 3
 """A memory has a subject, a verb and something more ("We use pnpm")."""

@@ -23,39 +23,15 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from octygraph.heuristics.lexicon import NOT_NAMES as _NOT_NAMES
-from octygraph.heuristics.text import content_stems, strip_leading_markers, words
+from octygraph.judgement.analysis import REPLACEMENT, ROLE_STATEMENT
 from octygraph.models import ReconcileJudgement
+from octygraph.text.lexicon import NOT_NAMES as _NOT_NAMES
+from octygraph.text.words import content_stems, strip_leading_markers, words
 
 SAME_TOPIC_COSINE: Final = 0.55
 RELATED_COSINE: Final = 0.35
 SAME_TOPIC_OVERLAP: Final = 0.4
 
-REPLACEMENT: Final = re.compile(
-    r"""(?ix)
-    \binstead\b | \bno\s+longer\b | \bnot\s+anymore\b | \banymore\b | \bany\s+more\b
-    | \btak(?:e|es|ing|en)\s+over\b | \btook\s+over\b
-    | \bnow\s+(?:handles?|owns?|manages?|leads?|runs?|covers?|is|are|uses?|goes|reports?|
-        responsible|in\s+charge|handled|owned|managed|the)\b
-    | \b(?:handles?|owns?|manages?|leads?|runs?|covers?|uses?)\b[^.?!]*\bnow\s*[.!]?\s*$
-    | \breplac(?:e|es|ed|ing)\b | \bsupersed(?:e|es|ed|ing)\b
-    | \bactually\b | \bcorrection\b | \bi\s+was\s+wrong\b | \bscratch\s+that\b | \bmy\s+mistake\b
-    | \bswitch(?:ed|ing)?\s+(?:over\s+)?(?:to|from)\b | \bchanged?\s+(?:it\s+)?to\b
-    | \bmov(?:e|ed|ing)\s+(?:over\s+)?to\b | \bused\s+to\b | \bnot\s+\w+\s+but\b
-    | \b(?:from\s+now\s+on|going\s+forward)\b[^.?!]*\binstead\b
-    | \bthe\s+new\s+\w+\s+(?:is|are)\b | \bhas\s+been\s+(?:changed|updated|moved|reassigned)\b
-    """
-)
-
-ROLE_STATEMENT: Final = re.compile(
-    r"""(?ix)
-    ^(?P<who>[\w'’.\- ]+?)\s+(?:(?:now|also|still|will|should|must|is\s+going\s+to)\s+)?
-    (?P<role>handles?|owns?|manages?|leads?|runs?|covers?|reviews?|approves?|maintains?|
-        is\s+(?:now\s+)?(?:responsible\s+for|in\s+charge\s+of|the\s+(?:owner|lead|contact|
-        point\s+of\s+contact|go-to)\s+(?:for|of|on))|takes?\s+care\s+of|looks?\s+after)
-    \s+(?P<what>.+)$
-    """
-)
 _PASSIVE_ROLE: Final = re.compile(
     r"(?i)^(?P<what>.+?)\s+(?:is|are)\s+(?:now\s+)?(?:handled|owned|managed|led|run|covered|"
     r"reviewed|approved|maintained)\s+by\s+(?P<who>.+?)(?:\s+now)?[.!]?$"

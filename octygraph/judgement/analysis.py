@@ -2,7 +2,7 @@
 
 `analyze` reads one sentence once and records what the other modules ask of it: is it a question,
 a hypothetical, a greeting, a request to the assistant, a standing rule, a correction; its tense
-and date; its entities. The decisions built on these flags live in `storage.py` and
+and date; its entities. The decisions built on these flags live in `patterns.py` and
 `instructions.py`.
 """
 
@@ -14,25 +14,53 @@ from datetime import date
 from functools import lru_cache
 from typing import Final
 
-from octygraph.heuristics.dates import DateMatch, find_date
-from octygraph.heuristics.entities import Gazetteer, extract_entities, first_word_index
-from octygraph.heuristics.lexicon import (
+from octygraph.judgement.entities import Gazetteer, extract_entities, first_word_index
+from octygraph.models import EntityMention
+from octygraph.safety.checks import looks_like_injection
+from octygraph.text.dates import DateMatch, find_date
+from octygraph.text.lexicon import (
     COMMON_VERBS,
     GREETINGS,
     IRREGULAR_PAST,
     NOT_PAST_ED,
     VAGUE_WORDS,
 )
-from octygraph.heuristics.reconcile import REPLACEMENT
-from octygraph.heuristics.safety import looks_like_injection
-from octygraph.heuristics.text import (
+from octygraph.text.words import (
     FILLER_LEAD,
     content_words,
     rx,
     strip_leading_markers,
     words,
 )
-from octygraph.models import EntityMention
+
+# Wording that replaces what was said before ("instead of", "now handles", "no longer"): a correction
+# here, SUPERSEDES in `octygraph.fallback.reconcile`.
+REPLACEMENT: Final = re.compile(
+    r"""(?ix)
+    \binstead\b | \bno\s+longer\b | \bnot\s+anymore\b | \banymore\b | \bany\s+more\b
+    | \btak(?:e|es|ing|en)\s+over\b | \btook\s+over\b
+    | \bnow\s+(?:handles?|owns?|manages?|leads?|runs?|covers?|is|are|uses?|goes|reports?|
+        responsible|in\s+charge|handled|owned|managed|the)\b
+    | \b(?:handles?|owns?|manages?|leads?|runs?|covers?|uses?)\b[^.?!]*\bnow\s*[.!]?\s*$
+    | \breplac(?:e|es|ed|ing)\b | \bsupersed(?:e|es|ed|ing)\b
+    | \bactually\b | \bcorrection\b | \bi\s+was\s+wrong\b | \bscratch\s+that\b | \bmy\s+mistake\b
+    | \bswitch(?:ed|ing)?\s+(?:over\s+)?(?:to|from)\b | \bchanged?\s+(?:it\s+)?to\b
+    | \bmov(?:e|ed|ing)\s+(?:over\s+)?to\b | \bused\s+to\b | \bnot\s+\w+\s+but\b
+    | \b(?:from\s+now\s+on|going\s+forward)\b[^.?!]*\binstead\b
+    | \bthe\s+new\s+\w+\s+(?:is|are)\b | \bhas\s+been\s+(?:changed|updated|moved|reassigned)\b
+    """
+)
+
+# A role given to someone ("Peter handles Anderson", "Lisa is now responsible for billing").
+ROLE_STATEMENT: Final = re.compile(
+    r"""(?ix)
+    ^(?P<who>[\w'’.\- ]+?)\s+(?:(?:now|also|still|will|should|must|is\s+going\s+to)\s+)?
+    (?P<role>handles?|owns?|manages?|leads?|runs?|covers?|reviews?|approves?|maintains?|
+        is\s+(?:now\s+)?(?:responsible\s+for|in\s+charge\s+of|the\s+(?:owner|lead|contact|
+        point\s+of\s+contact|go-to)\s+(?:for|of|on))|takes?\s+care\s+of|looks?\s+after)
+    \s+(?P<what>.+)$
+    """
+)
 
 _WH: Final = frozenset("who whom whose what which when where why how".split())
 _AUX: Final = frozenset(

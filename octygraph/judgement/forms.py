@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Final
 
-from octygraph.heuristics.text import FILLER_LEAD, QUOTED, rx
+from octygraph.text.words import FILLER_LEAD, QUOTED, rx
 
 if TYPE_CHECKING:
-    from octygraph.heuristics.analysis import Sentence
+    from octygraph.judgement.analysis import Sentence
 
 
 # ---------------------------------------------------------------------------- kept without the gate

@@ -8,19 +8,19 @@ from datetime import date
 
 import pytest
 
-from octygraph.heuristics.analysis import analyze, resolve_pronouns
-from octygraph.heuristics.classify import classify as classify_sentences
-from octygraph.heuristics.dates import resolve_date
-from octygraph.heuristics.entities import Gazetteer
-from octygraph.heuristics.instructions import detect_instruction
-from octygraph.heuristics.plan import plan_retrieval
-from octygraph.heuristics.reconcile import judge, replacement_signal
-from octygraph.heuristics.safety import is_grounded, looks_like_injection, redact_secrets
-from octygraph.heuristics.text import split_sentences
+from octygraph.fallback.classify import classify as classify_sentences
+from octygraph.fallback.plan import plan_retrieval
+from octygraph.fallback.reconcile import judge, replacement_signal
+from octygraph.judgement.analysis import analyze, resolve_pronouns
+from octygraph.judgement.entities import Gazetteer
 from octygraph.judgement.gate import Judged, storage_gate
+from octygraph.judgement.instructions import detect_instruction
 from octygraph.judgement.storage import filter_storage
 from octygraph.models import Classification, ExtractedInstruction, RetrievalPlan
 from octygraph.pipeline.nodes.judge_storage import with_verdict
+from octygraph.safety.checks import is_grounded, looks_like_injection, redact_secrets
+from octygraph.text.dates import resolve_date
+from octygraph.text.words import split_sentences
 
 TODAY = date(2026, 3, 11)  # a Wednesday
 
@@ -41,7 +41,7 @@ def instruction(sentence: str) -> ExtractedInstruction | None:
 
 
 def all_kept(prompt: str) -> list[Judged]:
-    """The gate's verdicts with every prose statement kept: what the heuristics make of a kept
+    """The gate's verdicts with every prose statement kept: what the rules make of a kept
     statement, whatever the gate's probability (its quality is tested in test_judgement.py)."""
     return [
         replace(v, keep=not v.machine and not v.text.endswith("?"))

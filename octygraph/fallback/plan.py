@@ -18,16 +18,16 @@ from collections.abc import Iterable
 from datetime import date
 from typing import Final
 
-from octygraph.heuristics.analysis import Sentence, analyze
-from octygraph.heuristics.dates import lookback_days
-from octygraph.heuristics.entities import Gazetteer, mentions, prompt_gazetteer
-from octygraph.heuristics.text import (
+from octygraph.judgement.analysis import Sentence, analyze
+from octygraph.judgement.entities import Gazetteer, mentions, prompt_gazetteer
+from octygraph.models import Classification, Complexity, RetrievalPlan, SearchStep
+from octygraph.text.dates import lookback_days
+from octygraph.text.words import (
     MAX_SENTENCES,
     content_words,
     normalize_space,
     split_sentences,
 )
-from octygraph.models import Classification, Complexity, RetrievalPlan, SearchStep
 
 MAX_ENTITIES: Final = 4
 MAX_STEPS: Final = 12

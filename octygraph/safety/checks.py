@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from octygraph.heuristics.secrets import REDACTED, has_secret, redact_secrets
-from octygraph.heuristics.text import WORD, content_words, normalize_space, stem
+from octygraph.safety.secrets import REDACTED, has_secret, redact_secrets
+from octygraph.text.words import WORD, content_words, normalize_space, stem
 
 __all__ = [
     "REDACTED",

@@ -7,7 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from octygraph.heuristics.lexicon import (
+from octygraph.models import EntityMention, normalize_kind
+from octygraph.safety.secrets import is_secret_name
+from octygraph.text.lexicon import (
     COMMON_NOUNS,
     COMMON_VERBS,
     FIRST_NAMES,
@@ -18,9 +20,7 @@ from octygraph.heuristics.lexicon import (
     TOOL_NAME_ENDINGS,
     TOOLS,
 )
-from octygraph.heuristics.secrets import is_secret_name
-from octygraph.heuristics.text import WORD, strip_possessive
-from octygraph.models import EntityMention, normalize_kind
+from octygraph.text.words import WORD, strip_possessive
 
 _TITLES: Final = frozenset({"mr", "mrs", "ms", "dr", "prof", "sir", "madam", "miss"})
 _CONNECTORS: Final = frozenset({"of", "&", "de", "van", "von", "la", "le", "du"})
