@@ -30,9 +30,9 @@ PACKAGE = "octygraph"
 
 # The intended order, bottom to top: a part may import parts of its own layer or below, never above.
 LAYERS: list[tuple[str, ...]] = [
-    # text utilities (words, stems, word lists, dates) and settings (environment variables, their
-    # table, private files)
-    ("__init__", "utf8", "config", "text"),
+    # text utilities (words, stems, word lists, dates, valid UTF-8) and settings (environment
+    # variables, their table, private files)
+    ("__init__", "config", "text"),
     # embeddings (and the local model's cached vectors), then the stores (SQLite, PostgreSQL); the
     # store's schema is the memory's vocabulary
     ("embeddings", "local_vectors"),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from octygraph.utf8 import valid_text
+from octygraph.text.utf8 import valid_text
 
 if TYPE_CHECKING:
     from octygraph.config.settings import Settings

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from octygraph import hooks
 from octygraph.cli import app
-from octygraph.utf8 import valid_text
+from octygraph.text.utf8 import valid_text
 from tests.conftest import cli_json, run_cli
 
 

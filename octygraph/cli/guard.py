@@ -60,7 +60,7 @@ def run(app: Callable[..., Any], args: Sequence[str] | None = None) -> NoReturn:
     """Run the typer `app` and exit: 0 on success, 1 with one sentence on any error."""
     # Bytes that are not UTF-8 (kept by Python as lone surrogates) become U+FFFD: the rest of the
     # text is still searched, run or stored.
-    from octygraph.utf8 import valid_text
+    from octygraph.text.utf8 import valid_text
 
     args = [valid_text(arg) for arg in (sys.argv[1:] if args is None else args)]
     try:

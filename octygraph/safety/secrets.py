@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from typing import Any, Final
 
-from octygraph.utf8 import valid_text
+from octygraph.text.utf8 import valid_text
 
 REDACTED: Final = "[REDACTED]"
 
