@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("__init__", "config", "text"),
     # embeddings (and the local model's cached vectors), then the stores (SQLite, PostgreSQL); the
     # store's schema is the memory's vocabulary
-    ("embeddings", "local_vectors"),
+    ("embeddings",),
     ("store",),
     # the LLM-facing shapes of that vocabulary; what may never be stored (secrets, injection
     # attempts, ungrounded text); judgement of text: the sentence rules, then the learned models;

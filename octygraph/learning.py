@@ -112,10 +112,10 @@ class Outcome:
 
 def example_rows(examples: Sequence[Example]) -> tuple[np.ndarray, np.ndarray]:
     """The message layer's input row and label of each example that has prose to judge."""
+    from octygraph.embeddings.local import cached_local_embed
     from octygraph.judgement.analysis import analyze
     from octygraph.judgement.gate import storage_gate
     from octygraph.judgement.verdict import SegmentView, message_vector, verdict_features
-    from octygraph.local_vectors import cached_local_embed
 
     rows: list[np.ndarray] = []
     labels: list[int] = []

@@ -19,10 +19,10 @@ from typing import Final
 
 import numpy as np
 
+from octygraph.embeddings.local import cached_local_embed
 from octygraph.judgement.linear import Logistic, load_logistic, model_arrays
 from octygraph.judgement.segments import segments
 from octygraph.judgement.topics import TOPICS, topic_spread
-from octygraph.local_vectors import cached_local_embed
 from octygraph.text.words import content_stems
 
 RELEVANCE_FILE: Final = "relevance.npz"

@@ -24,6 +24,7 @@ from datetime import date
 from itertools import groupby
 from typing import Final
 
+from octygraph.embeddings.local import cached_local_embed
 from octygraph.judgement.analysis import ROLE_STATEMENT, Sentence, analyze, resolve_pronouns
 from octygraph.judgement.entities import Gazetteer, mentions, prompt_gazetteer
 from octygraph.judgement.forms import explicit_kind, reasoned_prohibition, reply_refusal
@@ -37,7 +38,6 @@ from octygraph.judgement.verdict import (
     storage_verdict,
     verdict_features,
 )
-from octygraph.local_vectors import cached_local_embed
 from octygraph.models import Classification, NodeType, StorageDecision, StorageItem
 from octygraph.safety.checks import redact_secrets
 from octygraph.text.lexicon import STOPWORDS

