@@ -44,8 +44,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("safety",),
     ("judgement",),
     ("fallback",),
-    # opening stores, named databases, whole-store formats
-    ("services", "profiles"),
+    # named databases, whole-store formats
+    ("profiles",),
     ("transfer",),
     # memories' life cycle over the store (candidates, uses), and reviewing it by hand
     ("candidates", "feedback"),

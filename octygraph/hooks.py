@@ -327,7 +327,7 @@ async def _session_start(
     prompt of the session injects its records again. Bounded by `START_BUDGET_S`; nothing on a timeout.
     """
     from octygraph import session_start
-    from octygraph.services import store_exists
+    from octygraph.store.opening import store_exists
 
     log_ = SessionLog(settings.paths.memory_dir, start.session_id) if start.session_id else None
     if log_ is not None and start.source in ("compact", "clear"):
@@ -376,7 +376,7 @@ async def _session_end(
     """SessionEnd: settle the candidates the session stored (`octygraph.consolidation`); with an LLM,
     judge the rest with the session's transcript in view."""
     from octygraph.consolidation import consolidate, session_judge
-    from octygraph.services import store_exists
+    from octygraph.store.opening import store_exists
 
     if not store_exists(settings):
         return

@@ -46,7 +46,7 @@ class MemoryTools:
     def store(self) -> AdminStore:
         with self._lock:
             if self._store is None:
-                from octygraph.services import open_store
+                from octygraph.store.opening import open_store
 
                 self._store = open_store(self.settings)
             return self._store

@@ -18,8 +18,8 @@ from octygraph.judgement.relevance import MemoryText, relevance_model
 from octygraph.judgement.storage import filter_storage
 from octygraph.pipeline.nodes.assemble import CANDIDATE_RELEVANCE
 from octygraph.pipeline.sessions import SessionLog
-from octygraph.services import open_store
 from octygraph.store import Node
+from octygraph.store.opening import open_store
 from octygraph.uses import USES_CONFIRM, record_access
 from tests.conftest import run_cli
 from tests.test_hooks import hook

@@ -28,8 +28,8 @@ from octygraph.consolidation import (
     session_judge,
 )
 from octygraph.pipeline.sessions import SessionLog
-from octygraph.services import open_store
 from octygraph.store import MemoryStore, Node
+from octygraph.store.opening import open_store
 from tests.fakes import ParseFailure, ScriptedChatModel
 from tests.llm_server import openai_server, slow, text_reply, tool_reply
 

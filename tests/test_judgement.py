@@ -26,7 +26,7 @@ from octygraph.judgement.standalone import standalone
 from octygraph.judgement.storage import MAX_REPLY_ITEMS, filter_storage
 from octygraph.pipeline.runner import RunOptions, run_prompt
 from octygraph.pipeline.tools.writes import is_restatement, key_tokens
-from octygraph.services import open_store
+from octygraph.store.opening import open_store
 from training.common import held_out, read_jsonl
 
 TRAINING = Path(__file__).resolve().parent.parent / "training"

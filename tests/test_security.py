@@ -150,7 +150,7 @@ def _run_all(texts: tuple[str, ...], *, source: str) -> list[dict[str, object]]:
 
     from octygraph.pipeline.runner import RunOptions, run_prompt
     from octygraph.pipeline.traces import load_trace
-    from octygraph.services import open_store
+    from octygraph.store.opening import open_store
 
     settings = Settings.from_env()
     traces = []

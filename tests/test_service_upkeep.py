@@ -28,8 +28,8 @@ from octygraph.pipeline.sessions import SessionLog, every_log
 from octygraph.service import protocol
 from octygraph.service.pool import StorePool
 from octygraph.service.upkeep import Upkeep
-from octygraph.services import open_store
 from octygraph.store import MemoryStore, Node
+from octygraph.store.opening import open_store
 from tests.llm_server import openai_server, tool_reply
 from tests.refits import SHARED
 from tests.test_consolidation_judge import PROMPTS, write_transcript

@@ -14,8 +14,8 @@ import pytest
 
 from octygraph import session_start, uses
 from octygraph.config.settings import Settings
-from octygraph.services import open_store
 from octygraph.store import MemoryStore, Node
+from octygraph.store.opening import open_store
 from tests.conftest import run_cli
 from tests.test_hooks import hook, prompt_payload
 

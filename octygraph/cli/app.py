@@ -75,8 +75,8 @@ def search(
     ] = False,
 ) -> None:
     """Search stored memories by meaning and keywords (hybrid), without any LLM."""
-    from octygraph.services import open_store, store_exists
     from octygraph.store import NODE_TYPES
+    from octygraph.store.opening import open_store, store_exists
 
     query = " ".join(words)
     if not query.strip():
@@ -119,7 +119,7 @@ def search(
 @user_errors
 def reindex() -> None:
     """Re-embed every memory with the configured embedding model (after switching models)."""
-    from octygraph.services import open_store, store_exists
+    from octygraph.store.opening import open_store, store_exists
 
     s = settings()
     if not store_exists(s):
@@ -201,7 +201,7 @@ def run(
     The context is printed as soon as retrieval has it; the command exits once storing is done too."""
     from octygraph.pipeline.context import CLI_SESSION
     from octygraph.pipeline.runner import RunOptions, run_prompt
-    from octygraph.services import open_store
+    from octygraph.store.opening import open_store
 
     if not prompt.strip():
         raise UserError("The prompt is empty; give the text a user would type.")
@@ -335,7 +335,7 @@ def trace_replay(
     """Re-run assembly and curation from the run's stored checkpoint; memory is not changed."""
     from octygraph.pipeline.runner import replay
     from octygraph.pipeline.traces import TraceNotFound
-    from octygraph.services import open_store
+    from octygraph.store.opening import open_store
 
     s = settings()
     try:

@@ -66,7 +66,7 @@ def _home_findings(home: Path) -> list[Finding]:
 
 def _database_findings(env: Mapping[str, str]) -> list[Finding]:
     from octygraph.config.settings import Settings, SettingsError
-    from octygraph.services import open_store
+    from octygraph.store.opening import open_store
 
     clean = {k: v for k, v in env.items() if not _bad(k, env)}
     try:

@@ -102,7 +102,7 @@ def _progress() -> Iterator[ProgressFn]:
 
 @contextmanager
 def _active_store(*, create: bool = False) -> Iterator[AdminStore]:
-    from octygraph.services import open_store
+    from octygraph.store.opening import open_store
 
     settings = _settings()
     if not create and settings.database_url is None and not settings.paths.db.exists():
@@ -719,8 +719,8 @@ def memory_add(
     """Store one memory directly (no pipeline): for people and tests."""
     from octygraph.safety.checks import redact_secrets
     from octygraph.safety.secrets import is_secret_name, redacted_away
-    from octygraph.services import open_store
     from octygraph.store import NODE_TYPES, SUBTYPES
+    from octygraph.store.opening import open_store
 
     if not text.strip():
         raise UserError("The memory text is empty; give a sentence to remember.")
@@ -778,8 +778,8 @@ def memory_manifest(
     if delete:
         if not session:
             raise UserError("--delete needs --session ID, so only that session's memories go.")
-        from octygraph.services import open_store, store_exists
         from octygraph.store import ARCHIVED
+        from octygraph.store.opening import open_store, store_exists
 
         removed = manifest.remove_session(paths.manifest, session)
         forgotten = 0

@@ -79,7 +79,7 @@ class Context:
         """The memory store, opened on first use when none was given."""
         with _OPEN_LOCK:
             if self.store is None:
-                from octygraph.services import open_store
+                from octygraph.store.opening import open_store
 
                 self.store = open_store(self.get_settings())
             return self.store

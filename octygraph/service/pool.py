@@ -20,8 +20,8 @@ from typing import Any
 from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings, make_embeddings
 from octygraph.service.kept_files import file_identity, max_open_stores
-from octygraph.services import open_store
 from octygraph.store import AdminStore, MemoryStore
+from octygraph.store.opening import open_store
 
 MAX_IDLE_PER_DB = 4
 

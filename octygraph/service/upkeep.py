@@ -277,7 +277,7 @@ class Upkeep:
         service's own settings name for its project, without the judge: its transcript is unknown."""
         from octygraph.config.settings import Settings
         from octygraph.consolidation import Settled, consolidate, session_judge
-        from octygraph.services import store_exists
+        from octygraph.store.opening import store_exists
 
         known = self._sessions.get(log_path)
         if known is None:

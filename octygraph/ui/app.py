@@ -77,7 +77,7 @@ def create_app(settings: Settings, token: str, store: AdminStore | None = None) 
             state["store"] = store
             yield
             return
-        from octygraph.services import open_store
+        from octygraph.store.opening import open_store
 
         state["store"] = opened = open_store(settings)
         try:
@@ -343,7 +343,7 @@ def serve(settings: Settings, *, port: int = 0, open_browser: bool = False) -> N
 
     import uvicorn
 
-    from octygraph.services import open_store
+    from octygraph.store.opening import open_store
 
     token = new_token()
     # Opened before serving, so a database problem is one plain sentence from the CLI, not a server trace.
