@@ -44,12 +44,11 @@ LAYERS: list[tuple[str, ...]] = [
     ("safety",),
     ("judgement",),
     ("fallback",),
-    # named databases, whole-store formats
+    # named databases
     ("profiles",),
-    ("transfer",),
-    # memories' life cycle over the store (candidates, uses), and reviewing it by hand
-    ("candidates", "feedback"),
-    ("uses", "review", "candidate_review", "learning"),
+    # memories' life cycle over the store (candidates, uses), reviewing it by hand, relearning from
+    # the user's verdicts, whole-store formats (export and import)
+    ("memory",),
     # Claude Code's formats, its manifest of stored memories and its installation
     ("claude",),
     # language models

@@ -29,18 +29,18 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
-from octygraph.candidates import confirm, is_candidate
 from octygraph.claude.transcript import last_prompts
 from octygraph.config.settings import Settings
 from octygraph.llm.deadline import DEADLINE_KEY
 from octygraph.llm.errors import LLMConfigError
 from octygraph.llm.factory import make_chat_model
 from octygraph.llm.structured import structured_call
+from octygraph.memory.candidates import confirm, is_candidate
+from octygraph.memory.uses import record_access, write_noted
 from octygraph.pipeline.prompts import JUDGE_CANDIDATES_SYSTEM, JUDGE_CANDIDATES_USER
 from octygraph.pipeline.tools.writes import is_restatement
 from octygraph.safety.secrets import redact_secrets
 from octygraph.store import AdminStore, Node, StoreError
-from octygraph.uses import record_access, write_noted
 
 log = logging.getLogger("octygraph.consolidation")
 

@@ -150,8 +150,8 @@ async def _run(
         if not store_only and result.get("context"):
             # The answer went out long ago: count a use of each memory it gave (ranks the start block).
             try:
+                from octygraph.memory.uses import note_access
                 from octygraph.pipeline.nodes.assemble import rendered_ids
-                from octygraph.uses import note_access
 
                 ids = rendered_ids(result.get("sections") or {}, result["context"])
                 await asyncio.to_thread(note_access, store, ids)

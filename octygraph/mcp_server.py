@@ -12,9 +12,9 @@ from typing import Literal
 
 from mcp.server.fastmcp import FastMCP
 
-from octygraph import review
-from octygraph.candidates import is_candidate
 from octygraph.config.settings import Settings
+from octygraph.memory import review
+from octygraph.memory.candidates import is_candidate
 from octygraph.store import NODE_TYPES, AdminStore, Node
 
 INSTRUCTIONS = (

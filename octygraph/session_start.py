@@ -17,14 +17,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-from octygraph.candidates import is_candidate
 from octygraph.config.settings import git_root
+from octygraph.memory.candidates import is_candidate
+from octygraph.memory.uses import access_count, write_noted
 from octygraph.pipeline.nodes.assemble import SECTION_ORDER, _section, render, rendered_ids
 from octygraph.pipeline.state import Record
 from octygraph.pipeline.tools.ops import to_record
 from octygraph.store import GraphStore, Node
 from octygraph.store.schema import DEFAULT_SCOPE
-from octygraph.uses import access_count, write_noted
 
 HEADER = "Standing memories of this project from earlier sessions (octygraph):"
 POOL = 500

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from octygraph import candidates, review
 from octygraph.config.settings import Settings
 from octygraph.judgement.relevance import MemoryText, relevance_model
 from octygraph.judgement.storage import filter_storage
+from octygraph.memory import candidates, review
+from octygraph.memory.uses import USES_CONFIRM, record_access
 from octygraph.pipeline.nodes.assemble import CANDIDATE_RELEVANCE
 from octygraph.pipeline.sessions import SessionLog
 from octygraph.store import Node
 from octygraph.store.opening import open_store
-from octygraph.uses import USES_CONFIRM, record_access
 from tests.conftest import run_cli
 from tests.test_hooks import hook
 from tests.test_session_start import claude_dir, nodes, prompt, records, start

@@ -123,7 +123,7 @@ def test_a_database_we_may_only_read_answers_reads(
 def test_an_import_links_to_the_entity_already_stored(
     tmp_path: Path, embedder: LocalEmbeddings
 ) -> None:
-    from octygraph.transfer import import_jsonl
+    from octygraph.memory.transfer import import_jsonl
 
     path = tmp_path / "in.jsonl"
     lines = [

@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from octygraph import hooks, review
-from octygraph.candidates import candidate_attributes, is_candidate
+from octygraph import hooks
 from octygraph.claude.transcript import last_prompts
 from octygraph.config.settings import Settings
 from octygraph.consolidation import (
@@ -27,6 +26,8 @@ from octygraph.consolidation import (
     consolidate,
     session_judge,
 )
+from octygraph.memory import review
+from octygraph.memory.candidates import candidate_attributes, is_candidate
 from octygraph.pipeline.sessions import SessionLog
 from octygraph.store import MemoryStore, Node
 from octygraph.store.opening import open_store

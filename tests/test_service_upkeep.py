@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from octygraph import candidates, feedback, learning, review
 from octygraph.config import setting_table as table
 from octygraph.config.settings import Settings
-from octygraph.feedback import Example
 from octygraph.judgement.storage import filter_storage
 from octygraph.judgement.verdict import user_verdict_path
+from octygraph.memory import candidates, feedback, learning, review
+from octygraph.memory.feedback import Example
 from octygraph.pipeline.sessions import SessionLog, every_log
 from octygraph.service import protocol
 from octygraph.service.pool import StorePool

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from octygraph import review
 from octygraph.config.settings import Settings
+from octygraph.memory import review
 from octygraph.store import MemoryStore
 from octygraph.ui.app import COOKIE, create_app
 

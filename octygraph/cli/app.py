@@ -11,7 +11,6 @@ from typing import Annotated, Any
 
 import typer
 
-from octygraph.candidates import is_candidate
 from octygraph.cli.common import (
     UserError,
     err,
@@ -23,6 +22,7 @@ from octygraph.cli.common import (
 from octygraph.cli.common import state as _state
 from octygraph.cli.memory import memory_app
 from octygraph.config.settings import Settings, SettingsError
+from octygraph.memory.candidates import is_candidate
 from octygraph.service.cli import serve_app
 
 app = typer.Typer(

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from octygraph import feedback
 from octygraph.cli import common
 from octygraph.cli.common import UserError, out, parse_date, settings, user_errors
 from octygraph.config.private import private_mkdir
 from octygraph.config.settings import Settings
+from octygraph.memory import feedback
 from octygraph.service import service_health
 
 if TYPE_CHECKING:
@@ -465,7 +465,7 @@ def memory_show(
     _print(f"{_kind(node)}  {node.id}")
     _print(node.content)
     _print()
-    from octygraph.review import status as review_status
+    from octygraph.memory.review import status as review_status
 
     status = review_status(node)
     if status == "replaced":
@@ -556,9 +556,9 @@ def memory_edit(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Correct a memory: a new version replaces it (re-embedded); the old one is kept as replaced."""
-    from octygraph import review
-    from octygraph.candidate_review import approve_edited
-    from octygraph.candidates import is_candidate
+    from octygraph.memory import review
+    from octygraph.memory.candidate_review import approve_edited
+    from octygraph.memory.candidates import is_candidate
 
     with _active_store() as store:
         if store.get_node(node_id.strip()) is None:
@@ -582,8 +582,8 @@ def memory_forget(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Forget a memory: archived (out of recall, restorable with `memory restore`), or deleted with --purge."""
-    from octygraph import review
-    from octygraph.candidates import is_candidate
+    from octygraph.memory import review
+    from octygraph.memory.candidates import is_candidate
 
     with _active_store() as store:
         node = store.get_node(node_id.strip())
@@ -609,7 +609,7 @@ def memory_restore(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Bring back a forgotten (archived) memory."""
-    from octygraph import review
+    from octygraph.memory import review
 
     with _active_store() as store:
         if store.get_node(node_id.strip()) is None:
@@ -634,7 +634,7 @@ def memory_export(
     """Export every memory: Markdown grouped by type and entity, or JSONL with ids for import."""
     import io
 
-    from octygraph.transfer import export_jsonl, export_markdown
+    from octygraph.memory.transfer import export_jsonl, export_markdown
 
     settings = _settings()
     buffer = io.StringIO()
@@ -661,7 +661,7 @@ def memory_import(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Import a JSONL export (ids already present are skipped; contents are re-embedded)."""
-    from octygraph.transfer import import_jsonl, parse_jsonl
+    from octygraph.memory.transfer import import_jsonl, parse_jsonl
 
     parsed = parse_jsonl(file)  # refuse a bad file before creating or opening anything
     with _active_store(create=True) as store, _progress() as progress:
@@ -851,7 +851,7 @@ def memory_review(
     from rich.table import Table
     from rich.text import Text
 
-    from octygraph.candidate_review import list_candidates
+    from octygraph.memory.candidate_review import list_candidates
 
     with _active_store() as store:
         nodes = list_candidates(store, limit)
@@ -883,7 +883,7 @@ def memory_approve(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Approve candidates: each becomes an ordinary memory, given unprompted when it applies."""
-    from octygraph.candidate_review import approvable, approve
+    from octygraph.memory.candidate_review import approvable, approve
 
     with _active_store() as store:
         # Every id is checked before any is approved, so a typo changes nothing.
@@ -920,7 +920,7 @@ def memory_learn(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Fit the storage verdict to your own approvals and forgets; kept only if it is no worse."""
-    from octygraph import learning
+    from octygraph.memory import learning
 
     s = _settings()
     if reset:

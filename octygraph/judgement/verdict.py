@@ -13,7 +13,7 @@ The storage decision (`storage`) asks it for messages the forms keep nothing of,
 refusals (`patterns.refusal`) hold over it. `bench/judgement_cv.py` judges it leave-project-out.
 
 `octygraph memory learn` may fit the message layer to the user's own approvals and forgets
-(`octygraph.learning`); its weights, `$OCTYBOT_HOME/learning/storage_verdict.npz`, are used instead of
+(`octygraph.memory.learning`); its weights, `$OCTYBOT_HOME/learning/storage_verdict.npz`, are used instead of
 the shipped ones while they were learned from this version's shipped file.
 """
 
@@ -49,7 +49,7 @@ from octygraph.judgement.shape import shape_features
 
 VERDICT_FILE: Final = "storage_verdict.npz"
 USER_VERDICT_FILE: Final = "storage_verdict.npz"
-"""The user's learned verdict, in `$OCTYBOT_HOME/learning/` (`octygraph.learning`)."""
+"""The user's learned verdict, in `$OCTYBOT_HOME/learning/` (`octygraph.memory.learning`)."""
 VECTOR_DIMS: Final = 384
 
 FORM_NAMES: Final = (

@@ -2,7 +2,7 @@
 
 - With `OCTY_AUTO_LEARN` on, once enough new approvals and forgets exist (`learning.learn_due`), the
   storage verdict is refitted to them as `octygraph memory learn` does, in a process of its own
-  (`python -m octygraph.learning`); a learned verdict is used from the next prompt on (the verdict is
+  (`python -m octygraph.memory.learning`); a learned verdict is used from the next prompt on (the verdict is
   looked up by the file's identity on each use), a refused one is not written; `health` and the log say
   which, and why.
 - Once the service has been idle `SETTLE_IDLE_S` (or before it stops for idleness), every session that
@@ -97,7 +97,7 @@ class Upkeep:
 
     async def read_last_learn(self) -> None:
         """What the last learn before this service did (for `health`)."""
-        from octygraph import learning
+        from octygraph.memory import learning
 
         self.last_learn = await asyncio.to_thread(learning.last_learn, self.home)
 
@@ -106,7 +106,7 @@ class Upkeep:
         changed since the last look (`learning.learn_due` decides whether enough are new)."""
         if not self.auto_learn or self._learning:
             return
-        from octygraph.feedback import examples_path
+        from octygraph.memory.feedback import examples_path
 
         try:
             info = examples_path(self.home).stat()
@@ -121,7 +121,7 @@ class Upkeep:
 
     async def _learn(self) -> None:
         try:
-            from octygraph import learning
+            from octygraph.memory import learning
 
             if not await asyncio.to_thread(learning.learn_due, self.home):
                 return
@@ -140,9 +140,9 @@ class Upkeep:
             self._learning = False
 
     def _run_learner(self) -> dict[str, Any]:
-        """`python -m octygraph.learning` at low priority; its one-line JSON report."""
+        """`python -m octygraph.memory.learning` at low priority; its one-line JSON report."""
         proc = subprocess.Popen(
-            [sys.executable, "-m", "octygraph.learning"],
+            [sys.executable, "-m", "octygraph.memory.learning"],
             cwd=self.home,
             env={**os.environ, "OCTYBOT_HOME": str(self.home)},
             stdin=subprocess.DEVNULL,

@@ -26,9 +26,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from octygraph import candidate_review, feedback, review
-from octygraph.candidates import is_candidate
 from octygraph.config.settings import Settings
+from octygraph.memory import candidate_review, feedback, review
+from octygraph.memory.candidates import is_candidate
 from octygraph.store import NODE_TYPES, AdminStore, Node, StoreError
 from octygraph.ui import svg, views
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from octygraph.candidates import is_candidate
 from octygraph.fallback import reconcile as wording
+from octygraph.memory.candidates import is_candidate
 from octygraph.safety.checks import redact_secrets
 from octygraph.store import ARCHIVED, DEFAULT_SCOPE, NODE_TYPES, SUBTYPES, AdminStore, Node
 from octygraph.store import StoreError as ReviewError

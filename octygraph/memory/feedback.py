@@ -4,7 +4,7 @@ Each review of a candidate memory (approve, edit, forget), and each forget of an
 `$OCTYBOT_HOME/learning/examples.jsonl`: the memory's text (secrets redacted as in memories), a label
 (1: worth keeping, 0: not), the action and the time. The file is per install, private to the user
 (folder 0700, file 0600), and `octygraph memory learn` fits the storage verdict's message layer to it
-(`octygraph.learning`).
+(`octygraph.memory.learning`).
 """
 
 from __future__ import annotations

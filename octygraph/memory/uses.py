@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
-from octygraph.candidates import confirm, is_candidate
+from octygraph.memory.candidates import confirm, is_candidate
 from octygraph.store import GraphStore, Node
 from octygraph.store.model import utcnow
 
@@ -35,7 +35,7 @@ def record_access(store: GraphStore, ids: Iterable[str]) -> None:
 
 
 USES_CONFIRM = 2
-"""A candidate given or said again this many times is confirmed by use (`octygraph.candidates`)."""
+"""A candidate given or said again this many times is confirmed by use (`octygraph.memory.candidates`)."""
 
 _PENDING: dict[str, dict[str, int]] = {}
 _PENDING_LOCK = threading.Lock()

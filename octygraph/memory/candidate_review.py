@@ -1,4 +1,4 @@
-"""Reviewing candidate memories by hand: list them, approve them (`octygraph.candidates` says what they are).
+"""Reviewing candidate memories by hand: list them, approve them (`octygraph.memory.candidates` says what they are).
 
 The CLI (`octygraph memory review`, `memory approve`) and the review page's Candidates tab both go
 through these functions, so the two agree on what can be approved and say so in the same words.
@@ -6,7 +6,7 @@ through these functions, so the two agree on what can be approved and say so in 
 
 from __future__ import annotations
 
-from octygraph.candidates import confirm, is_candidate
+from octygraph.memory.candidates import confirm, is_candidate
 from octygraph.store import ARCHIVED, AdminStore, Node, StoreError
 
 

@@ -27,7 +27,7 @@ Otherwise the shipped model stays and the reason is given in one sentence.
 
 One learn at a time per install (an `flock` on `learning/learn.lock`): the command and the memory
 service never fit at once. Each learn's outcome is kept in `learning/last_learn.json`. The service
-learns by itself (`auto_learn`, in a process of its own, `python -m octygraph.learning`) once
+learns by itself (`auto_learn`, in a process of its own, `python -m octygraph.memory.learning`) once
 `AUTO_LEARN_EVERY` examples were recorded since the last learn, when `OCTY_AUTO_LEARN` is on.
 """
 
@@ -47,10 +47,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from octygraph import feedback
 from octygraph.config.private import private_mkdir
 from octygraph.config.settings import octybot_home
-from octygraph.feedback import Example
 from octygraph.judgement.linear import Logistic, save_logistic
 from octygraph.judgement.verdict import (
     StorageVerdict,
@@ -58,6 +56,8 @@ from octygraph.judgement.verdict import (
     shipped_digest,
     user_verdict_path,
 )
+from octygraph.memory import feedback
+from octygraph.memory.feedback import Example
 
 MIN_EXAMPLES: Final = 20
 """Fewer examples than this say too little to move a layer fitted on thousands of prompts."""
@@ -491,7 +491,7 @@ def shared_guard(shared: Path | None = None) -> tuple[Guard | None, str]:
     import os
     import sys
 
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     if shared is not None:
         os.environ["OCTY_SHARED"] = str(shared)
     folder = Path(os.environ.get("OCTY_SHARED") or repo.parent / "shared")
@@ -523,7 +523,7 @@ def shared_guard(shared: Path | None = None) -> tuple[Guard | None, str]:
 
 
 def main() -> None:
-    """`python -m octygraph.learning`: `auto_learn` for `$OCTYBOT_HOME`, its outcome as one JSON line.
+    """`python -m octygraph.memory.learning`: `auto_learn` for `$OCTYBOT_HOME`, its outcome as one JSON line.
 
     The memory service runs it in a process of its own, so that fitting (and reading the shared sets)
     never holds the service's interpreter while it answers hooks."""
