@@ -1,6 +1,6 @@
 """The import graph between octygraph's parts: the layers it has, its cycles, and its upward imports.
 
-A part is a subpackage of `octygraph/` (`store`, `service`, ...) or a flat module (`hooks`, `models`,
+A part is a subpackage of `octygraph/` (`store`, `service`, ...) or a flat module (`models`, `entry`,
 ...). Every `import` and `from ... import` is read with `ast`: at module level, inside functions (where an
 import that would close a cycle at load time usually hides) and under `if TYPE_CHECKING:`. It prints
 
@@ -55,11 +55,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("llm",),
     # one run of the pipeline: state, context, nodes, tools, graph, runner, checkpoints and traces
     ("pipeline",),
-    # what a session is given at its start, and settled at its end
-    ("session_start", "consolidation"),
-    # the hooks Claude Code runs, then the resident service that runs them (or the hook process
-    # runs them itself when no service answers)
-    ("hooks",),
+    # a session: what it is given at its start, the hooks Claude Code runs, what is settled at its end;
+    # then the resident service that runs them (or the hook process runs them itself when no service
+    # answers)
+    ("session",),
     ("service",),
     # the user interfaces and the command line
     ("mcp_server", "ui"),
@@ -180,7 +179,7 @@ def read_imports(package_dir: Path) -> list[Import]:
 
 
 def part_of(module: str) -> str:
-    """`octygraph.store.sqlite` -> `store`; `octygraph.hooks` -> `hooks`; the package itself -> `__init__`."""
+    """`octygraph.store.sqlite` -> `store`; `octygraph.models` -> `models`; the package itself -> `__init__`."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 

@@ -230,8 +230,8 @@ async def loopback_runs(db: Path, repeat: int) -> list[dict[str, Any]]:
     """Each prompt through `hooks.handle` against the loopback model; what the hook and the store did."""
     from contextlib import asynccontextmanager
 
-    from octygraph import hooks
     from octygraph.llm.resilient import CIRCUIT
+    from octygraph.session import hooks
     from tests.llm_server import Reply, openai_server
 
     rows: list[dict[str, Any]] = []

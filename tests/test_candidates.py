@@ -156,7 +156,7 @@ def test_two_candidates_that_say_the_same_are_merged_into_the_older_confirmed(
 
 
 def test_two_candidates_of_one_session_that_say_the_same_are_settled_once(claude_dir: Path) -> None:
-    from octygraph.consolidation import consolidate
+    from octygraph.session.consolidation import consolidate
 
     with open_store(Settings.from_env()) as store:
         first = store.add_node("fact", UNSURE, attributes=candidates.candidate_attributes(0.4))

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from octygraph import hooks
 from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings
+from octygraph.session import hooks
 from octygraph.store import MemoryStore, StoreError
 
 

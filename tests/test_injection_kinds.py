@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from octygraph import hooks
 from octygraph.cli import app
 from octygraph.config.settings import Settings
 from octygraph.embeddings import local_embeddings
 from octygraph.safety.intent import injection_reason
+from octygraph.session import hooks
 from octygraph.store import MemoryStore
 from tests.injection_kinds import BENIGN_TUNING, HELD_OUT, HELD_OUT_BENIGN, KINDS, TUNING
 

@@ -754,7 +754,7 @@ def test_global_rules_are_candidates_however_many_memories_are_closer(home: Path
 
 
 def test_a_session_does_not_see_the_same_memory_twice_until_it_is_compacted(home: Path) -> None:
-    from octygraph.hooks import handle
+    from octygraph.session.hooks import handle
 
     settings = Settings.from_env(project_id="sess")
     _seed(settings, [("The staging database is Postgres 16 on Neon", "fact", None)])

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from octygraph import session_start
 from octygraph.config.settings import Settings
 from octygraph.memory import uses
+from octygraph.session import start as session_start
 from octygraph.store import MemoryStore, Node
 from octygraph.store.opening import open_store
 from tests.conftest import run_cli

@@ -6,7 +6,7 @@ meant no. Such a statement is stored as a *candidate*: a memory whose attributes
 for review, but injected unprompted only when the relevance model is very sure it applies, and never in
 the session-start block. It becomes an ordinary memory when the user approves it, when it is
 confirmed by use (said again, or given to a session that went on to use it), or when the end-of-session
-judge keeps it (`octygraph.consolidation`).
+judge keeps it (`octygraph.session.consolidation`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ CANDIDATE = "candidate"
 """The attribute that marks a candidate memory."""
 Confirmation = Literal["approved", "restated", "used", "judged"]
 """Why a candidate became ordinary: the user approved it, said it again, used it, or the end-of-session
-judge (`octygraph.consolidation`) kept it."""
+judge (`octygraph.session.consolidation`) kept it."""
 
 
 def is_candidate(node: Node) -> bool:

@@ -193,9 +193,9 @@ class Service:
         models = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="octy-warm")
         loading = models.submit(self._load_models)
         try:
-            from octygraph import hooks
             from octygraph.pipeline.graph import build_graph
             from octygraph.service.pool import StorePool
+            from octygraph.session import hooks
 
             self._handle = hooks.handle
             self._pool = StorePool()

@@ -7,7 +7,7 @@
   which, and why.
 - Once the service has been idle `SETTLE_IDLE_S` (or before it stops for idleness), every session that
   stored memories since it was last settled, SessionEnd never having come (Claude Code killed), gets the
-  SessionEnd consolidation pass (`octygraph.consolidation`), and its session log says so. With an LLM
+  SessionEnd consolidation pass (`octygraph.session.consolidation`), and its session log says so. With an LLM
   configured, its candidates are judged too, with the transcript its requests named (a session only a
   service before this one served is settled without the judge: its transcript is not known).
 """
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from octygraph.config.settings import Settings
-    from octygraph.consolidation import Settled
     from octygraph.pipeline.store_lease import StoreLease
+    from octygraph.session.consolidation import Settled
 
 log = logging.getLogger("octygraph.serve")
 
@@ -276,7 +276,7 @@ class Upkeep:
         A session this service did not serve (a stopped service did) is settled in the store the
         service's own settings name for its project, without the judge: its transcript is unknown."""
         from octygraph.config.settings import Settings
-        from octygraph.consolidation import Settled, consolidate, session_judge
+        from octygraph.session.consolidation import Settled, consolidate, session_judge
         from octygraph.store.opening import store_exists
 
         known = self._sessions.get(log_path)

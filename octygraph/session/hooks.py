@@ -323,10 +323,10 @@ async def _session_start(
 ) -> HookReply:
     """SessionStart: forget the ledger after a compaction or a clear, then give the standing block.
 
-    The block (see `octygraph.session_start`) is recorded in the session's ledger as injected, so no
+    The block (see `octygraph.session.start`) is recorded in the session's ledger as injected, so no
     prompt of the session injects its records again. Bounded by `START_BUDGET_S`; nothing on a timeout.
     """
-    from octygraph import session_start
+    from octygraph.session import start as session_start
     from octygraph.store.opening import store_exists
 
     log_ = SessionLog(settings.paths.memory_dir, start.session_id) if start.session_id else None
@@ -373,9 +373,9 @@ async def _session_start(
 async def _session_end(
     settings: Settings, end: hook_io.SessionEndRequest, stores: StoreLease
 ) -> None:
-    """SessionEnd: settle the candidates the session stored (`octygraph.consolidation`); with an LLM,
+    """SessionEnd: settle the candidates the session stored (`octygraph.session.consolidation`); with an LLM,
     judge the rest with the session's transcript in view."""
-    from octygraph.consolidation import consolidate, session_judge
+    from octygraph.session.consolidation import consolidate, session_judge
     from octygraph.store.opening import store_exists
 
     if not store_exists(settings):
