@@ -61,8 +61,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("session",),
     ("service",),
     # the user interfaces and the command line
-    ("mcp_server", "ui"),
-    ("cli",),
+    ("integrations",),
     ("entry", "__main__"),
 ]
 

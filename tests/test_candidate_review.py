@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from octygraph.cli.app import app
 from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings
+from octygraph.integrations.cli.app import app
 from octygraph.memory import feedback
 from octygraph.memory.candidates import candidate_attributes, is_candidate
 from octygraph.store import MemoryStore, Node

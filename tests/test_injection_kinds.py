@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from octygraph.cli import app
 from octygraph.config.settings import Settings
 from octygraph.embeddings import local_embeddings
+from octygraph.integrations.cli import app
 from octygraph.safety.intent import injection_reason
 from octygraph.session import hooks
 from octygraph.store import MemoryStore

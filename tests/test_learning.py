@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from octygraph.cli.app import app
+from octygraph.integrations.cli.app import app
 from octygraph.judgement.linear import Logistic
 from octygraph.judgement.verdict import StorageVerdict, storage_verdict, user_verdict_path
 from octygraph.memory import feedback, learning

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from octygraph.cli import app
 from octygraph.config.settings import Settings
+from octygraph.integrations.cli import app
 from octygraph.session import hooks
 from octygraph.store import MemoryStore
 from tests.security_corpus import Secret, messages, secrets

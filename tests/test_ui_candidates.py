@@ -9,10 +9,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from octygraph.config.settings import Settings
+from octygraph.integrations.ui.app import COOKIE, create_app
 from octygraph.memory import feedback
 from octygraph.memory.candidates import candidate_attributes, is_candidate
 from octygraph.store import MemoryStore
-from octygraph.ui.app import COOKIE, create_app
 
 TOKEN = "t0ken-for-tests"
 

@@ -3,6 +3,6 @@
 `common` holds what the command modules share; `app` the top-level commands; `memory` the memory group.
 """
 
-from octygraph.cli.app import app, main, split_slash_arguments
+from octygraph.integrations.cli.app import app, main, split_slash_arguments
 
 __all__ = ["app", "main", "split_slash_arguments"]

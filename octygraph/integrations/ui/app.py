@@ -27,10 +27,10 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from octygraph.config.settings import Settings
+from octygraph.integrations.ui import svg, views
 from octygraph.memory import candidate_review, feedback, review
 from octygraph.memory.candidates import is_candidate
 from octygraph.store import NODE_TYPES, AdminStore, Node, StoreError
-from octygraph.ui import svg, views
 
 HERE = Path(__file__).parent
 COOKIE = "octygraph_ui"

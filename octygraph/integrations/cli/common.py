@@ -15,8 +15,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from octygraph.cli.guard import sentence
 from octygraph.config.settings import Settings, SettingsError
+from octygraph.integrations.cli.guard import sentence
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)

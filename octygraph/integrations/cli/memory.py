@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from octygraph.cli import common
-from octygraph.cli.common import UserError, out, parse_date, settings, user_errors
 from octygraph.config.private import private_mkdir
 from octygraph.config.settings import Settings
+from octygraph.integrations.cli import common
+from octygraph.integrations.cli.common import UserError, out, parse_date, settings, user_errors
 from octygraph.memory import feedback
 from octygraph.service import service_health
 

@@ -11,7 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from octygraph.cli.common import (
+from octygraph.config.settings import Settings, SettingsError
+from octygraph.integrations.cli.common import (
     UserError,
     err,
     out,
@@ -19,9 +20,8 @@ from octygraph.cli.common import (
     settings,
     user_errors,
 )
-from octygraph.cli.common import state as _state
-from octygraph.cli.memory import memory_app
-from octygraph.config.settings import Settings, SettingsError
+from octygraph.integrations.cli.common import state as _state
+from octygraph.integrations.cli.memory import memory_app
 from octygraph.memory.candidates import is_candidate
 from octygraph.service.cli import serve_app
 
@@ -143,7 +143,7 @@ def doctor(
     """Say what keeps memory from working here, and how to fix it (exit 1 when something is wrong)."""
     import os
 
-    from octygraph.cli.doctor import diagnose
+    from octygraph.integrations.cli.doctor import diagnose
 
     env = dict(os.environ)
     if _state["project"]:
@@ -170,7 +170,7 @@ def doctor(
 
 def main() -> None:
     """The command line's entry: every error ends as one sentence and exit code 1."""
-    from octygraph.cli.guard import run
+    from octygraph.integrations.cli.guard import run
 
     run(app)
 
@@ -571,7 +571,7 @@ def ui_command(
     Serves on this machine only (127.0.0.1); the printed link carries a random token that the page requires.
     Stop it with Ctrl+C.
     """
-    from octygraph.ui.app import serve
+    from octygraph.integrations.ui.app import serve
 
     try:
         serve(settings(), port=port, open_browser=open_browser)
@@ -586,7 +586,7 @@ def mcp_command() -> None:
 
     Claude Code starts it through the plugin; to add it by hand: `claude mcp add octygraph -- octygraph mcp`.
     """
-    from octygraph.mcp_server import serve_stdio
+    from octygraph.integrations.mcp import serve_stdio
 
     serve_stdio(settings())
 
