@@ -37,8 +37,9 @@ LAYERS: list[tuple[str, ...]] = [
     # store's schema is the memory's vocabulary
     ("embeddings",),
     ("store",),
-    # the LLM-facing shapes of that vocabulary; what may never be stored (secrets, injection
-    # attempts, ungrounded text); judgement of text: the sentence rules, then the learned models;
+    # the LLM-facing shapes of that vocabulary (a flat module: checkpoints name the module of the
+    # state types they hold, so moving it would leave runs checkpointed before unreadable); what may
+    # never be stored (secrets, injection attempts, ungrounded text); judgement of text: the sentence rules, then the learned models;
     # then the deterministic (no-LLM) classification, search plan and reconciliation built on them
     ("models",),
     ("safety",),

@@ -11,11 +11,11 @@ from bench.import_graph import LAYERS, main, report
 # Cycles and imports against `LAYERS` still in the code while they are being removed, one line each as
 # `bench/import_graph.py` prints them. One that is not here fails the test (fix the import, or place a
 # new part in `LAYERS`), and so does one of these that is gone, so that its line is deleted. Empty since
-# 2026-11-27, when the last were removed: the cycles heuristics (the rules package,
-# since split into `text`, `safety`, `judgement` and `fallback`), judgement, models, store (through
-# store -> judgement and heuristics -> judgement), nodes, session_start, tools (tools -> session_start),
-# service.checkpointers <-> service.pool and store.postgres <-> store.transfer_pg, and resume -> hooks
-# (resume now sits in the service, which runs the hooks).
+# 2026-11-27, when the last were removed: the cycles of the deterministic rules (now `text`, `safety`,
+# `judgement` and `fallback`) with judgement, models and store (through store -> judgement and the rules
+# -> judgement), nodes, session_start, tools (tools -> session_start), service.checkpointers <->
+# service.pool and store.postgres <-> store.transfer_pg, and resume -> hooks (resume now sits in the
+# service, which runs the hooks).
 KNOWN: set[str] = set()
 
 
