@@ -1,6 +1,6 @@
 """The import graph between octygraph's parts: the layers it has, its cycles, and its upward imports.
 
-A part is a subpackage of `octygraph/` (`store`, `service`, ...) or a flat module (`hooks`, `models`,
+A part is a subpackage of `octygraph/` (`store`, `service`, ...) or a flat module (`models`, `entry`,
 ...). Every `import` and `from ... import` is read with `ast`: at module level, inside functions (where an
 import that would close a cycle at load time usually hides) and under `if TYPE_CHECKING:`. It prints
 
@@ -32,37 +32,39 @@ PACKAGE = "octygraph"
 
 # The intended order, bottom to top: a part may import parts of its own layer or below, never above.
 LAYERS: list[tuple[str, ...]] = [
-    # text utilities and settings (environment variables, their table, private files)
-    ("__init__", "utf8", "config"),
+    # text utilities (words, stems, word lists, dates, valid UTF-8) and settings (environment
+    # variables, their table, private files)
+    ("__init__", "config", "text"),
     # embeddings (and the local model's cached vectors), then the stores (SQLite, PostgreSQL); the
     # store's schema is the memory's vocabulary
-    ("embeddings", "local_vectors"),
+    ("embeddings",),
     ("store",),
-    # the LLM-facing shapes of that vocabulary, then judgement of text: rules, then learned models
+    # the LLM-facing shapes of that vocabulary (a flat module: checkpoints name the module of the
+    # state types they hold, so moving it would leave runs checkpointed before unreadable); what may
+    # never be stored (secrets, injection attempts, ungrounded text); judgement of text: the sentence rules, then the learned models;
+    # then the deterministic (no-LLM) classification, search plan and reconciliation built on them
     ("models",),
-    ("heuristics",),
+    ("safety",),
     ("judgement",),
-    # opening stores, named databases, whole-store formats
-    ("services", "profiles"),
-    ("transfer",),
-    # memories' life cycle over the store (candidates, uses), and reviewing it by hand
-    ("candidates", "feedback"),
-    ("uses", "review", "candidate_review", "learning"),
+    ("fallback",),
+    # named databases
+    ("profiles",),
+    # memories' life cycle over the store (candidates, uses), reviewing it by hand, relearning from
+    # the user's verdicts, whole-store formats (export and import)
+    ("memory",),
     # Claude Code's formats, its manifest of stored memories and its installation
     ("claude",),
     # language models
     ("llm",),
     # one run of the pipeline: state, context, nodes, tools, graph, runner, checkpoints and traces
     ("pipeline",),
-    # what a session is given at its start, and settled at its end
-    ("session_start", "consolidation"),
-    # the hooks Claude Code runs, then the resident service that runs them (or the hook process
-    # runs them itself when no service answers)
-    ("hooks",),
+    # a session: what it is given at its start, the hooks Claude Code runs, what is settled at its end;
+    # then the resident service that runs them (or the hook process runs them itself when no service
+    # answers)
+    ("session",),
     ("service",),
     # the user interfaces and the command line
-    ("mcp_server", "ui"),
-    ("cli",),
+    ("integrations",),
     ("entry", "__main__"),
 ]
 
@@ -179,7 +181,7 @@ def read_imports(package_dir: Path) -> list[Import]:
 
 
 def part_of(module: str) -> str:
-    """`octygraph.store.sqlite` -> `store`; `octygraph.hooks` -> `hooks`; the package itself -> `__init__`."""
+    """`octygraph.store.sqlite` -> `store`; `octygraph.models` -> `models`; the package itself -> `__init__`."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 

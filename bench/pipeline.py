@@ -49,8 +49,8 @@ from pydantic import BaseModel  # noqa: E402
 
 from octygraph.config.settings import Settings  # noqa: E402
 from octygraph.embeddings import local_embeddings  # noqa: E402
-from octygraph.heuristics.classify import classify  # noqa: E402
-from octygraph.heuristics.plan import plan_retrieval  # noqa: E402
+from octygraph.fallback.classify import classify  # noqa: E402
+from octygraph.fallback.plan import plan_retrieval  # noqa: E402
 from octygraph.judgement.storage import filter_storage  # noqa: E402
 from octygraph.llm.usage import UsageTracker  # noqa: E402
 from octygraph.models import InstructionList  # noqa: E402
@@ -231,8 +231,8 @@ async def loopback_runs(db: Path, repeat: int) -> list[dict[str, Any]]:
     """Each prompt through `hooks.handle` against the loopback model; what the hook and the store did."""
     from contextlib import asynccontextmanager
 
-    from octygraph import hooks
     from octygraph.llm.resilient import CIRCUIT
+    from octygraph.session import hooks
     from tests.llm_server import Reply, openai_server
 
     rows: list[dict[str, Any]] = []

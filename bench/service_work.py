@@ -32,9 +32,9 @@ from hook import _LLM_VARS, PROJECT, PROMPTS, default_cache, percentile
 
 
 async def _answers(home: Path, work: Path) -> tuple[dict[str, str], list[float]]:
-    from octygraph import hooks
     from octygraph.service import protocol
     from octygraph.service.checkpointers import CheckpointerPool
+    from octygraph.session import hooks
 
     service = Service(home, 600)
     service._warm_up()

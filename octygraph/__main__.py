@@ -1,5 +1,5 @@
 """`python -m octygraph` runs the command line."""
 
-from octygraph.cli import main
+from octygraph.integrations.cli import main
 
 main()

@@ -2,7 +2,7 @@
 
 `octygraph hook prompt|stop|session-start|session-end` is what Claude Code runs on every prompt, as a new process:
 it is routed to the thin client before typer, rich, LangChain or NumPy are imported. Every other command goes to the
-typer application in `octygraph.cli`.
+typer application in `octygraph.integrations.cli`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def main() -> None:
         from octygraph.service.client import hook_main
 
         hook_main(args[1])  # exits the process, always with 0
-    from octygraph.cli import main as cli_main
+    from octygraph.integrations.cli import main as cli_main
 
     cli_main()
 

@@ -6,7 +6,7 @@ standing order whose action is itself the harm (bypass review or tests, send cod
 the user for credentials).
 
 `HELD_OUT` was written first, before any rule for these kinds, and is not revised afterwards: the rules
-in `octygraph/heuristics/` were tuned on `TUNING` only. Its hit rate is reported in bench/README.md as it
+in `octygraph/safety/` were tuned on `TUNING` only. Its hit rate is reported in bench/README.md as it
 is, even when not every attempt is caught. `BENIGN_*` are rules a team would really keep that share
 words with the attacks; every one must stay storable.
 """

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from octygraph import feedback
-from octygraph.candidates import candidate_attributes, is_candidate
-from octygraph.cli.app import app
 from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings
+from octygraph.integrations.cli.app import app
+from octygraph.memory import feedback
+from octygraph.memory.candidates import candidate_attributes, is_candidate
 from octygraph.store import MemoryStore, Node
 
 KEY = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0"

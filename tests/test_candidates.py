@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from octygraph import candidates, review
 from octygraph.config.settings import Settings
 from octygraph.judgement.relevance import MemoryText, relevance_model
 from octygraph.judgement.storage import filter_storage
+from octygraph.memory import candidates, review
+from octygraph.memory.uses import USES_CONFIRM, record_access
 from octygraph.pipeline.nodes.assemble import CANDIDATE_RELEVANCE
 from octygraph.pipeline.sessions import SessionLog
-from octygraph.services import open_store
 from octygraph.store import Node
-from octygraph.uses import USES_CONFIRM, record_access
+from octygraph.store.opening import open_store
 from tests.conftest import run_cli
 from tests.test_hooks import hook
 from tests.test_session_start import claude_dir, nodes, prompt, records, start
@@ -156,7 +156,7 @@ def test_two_candidates_that_say_the_same_are_merged_into_the_older_confirmed(
 
 
 def test_two_candidates_of_one_session_that_say_the_same_are_settled_once(claude_dir: Path) -> None:
-    from octygraph.consolidation import consolidate
+    from octygraph.session.consolidation import consolidate
 
     with open_store(Settings.from_env()) as store:
         first = store.add_node("fact", UNSURE, attributes=candidates.candidate_attributes(0.4))

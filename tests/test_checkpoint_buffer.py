@@ -14,7 +14,7 @@ from octygraph.config.settings import Settings
 from octygraph.pipeline.checkpoint_buffer import WriteBehindSaver
 from octygraph.pipeline.persistence import make_serde
 from octygraph.pipeline.runner import RunOptions, checkpoint_steps, replay, run_prompt
-from octygraph.services import open_store
+from octygraph.store.opening import open_store
 
 
 def _rows(db: Path, thread_id: str, retrieve: bool) -> int:

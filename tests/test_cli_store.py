@@ -112,7 +112,7 @@ def test_reindex_and_help(home: Path) -> None:
     ],
 )
 def test_split_slash_arguments(typed: str, words: list[str]) -> None:
-    from octygraph.cli import split_slash_arguments
+    from octygraph.integrations.cli import split_slash_arguments
 
     assert split_slash_arguments(typed) == words
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from octygraph import hooks
 from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings
+from octygraph.session import hooks
 from octygraph.store import MemoryStore, StoreError
 
 
@@ -123,7 +123,7 @@ def test_a_database_we_may_only_read_answers_reads(
 def test_an_import_links_to_the_entity_already_stored(
     tmp_path: Path, embedder: LocalEmbeddings
 ) -> None:
-    from octygraph.transfer import import_jsonl
+    from octygraph.memory.transfer import import_jsonl
 
     path = tmp_path / "in.jsonl"
     lines = [

@@ -16,11 +16,14 @@ from typing import Any
 
 import pytest
 
-from octygraph import hooks, review
-from octygraph.candidates import candidate_attributes, is_candidate
 from octygraph.claude.transcript import last_prompts
 from octygraph.config.settings import Settings
-from octygraph.consolidation import (
+from octygraph.integrations.ui.views import read_traces, usage_by_day
+from octygraph.memory import review
+from octygraph.memory.candidates import candidate_attributes, is_candidate
+from octygraph.pipeline.sessions import SessionLog
+from octygraph.session import hooks
+from octygraph.session.consolidation import (
     CandidateVerdict,
     CandidateVerdicts,
     SessionJudge,
@@ -29,10 +32,8 @@ from octygraph.consolidation import (
     record_judged,
     session_judge,
 )
-from octygraph.pipeline.sessions import SessionLog
-from octygraph.services import open_store
 from octygraph.store import MemoryStore, Node
-from octygraph.ui.views import read_traces, usage_by_day
+from octygraph.store.opening import open_store
 from tests.fakes import ParseFailure, ScriptedChatModel
 from tests.llm_server import openai_server, slow, text_reply, tool_reply
 
@@ -252,7 +253,7 @@ def end_session(
     monkeypatch.setenv("OCTY_LLM_API_KEY", "sk-test")
     monkeypatch.setenv("PATH", "")  # no claude command to fall back on
     if budget_s is not None:
-        monkeypatch.setattr("octygraph.consolidation.JUDGE_BUDGET_S", budget_s)
+        monkeypatch.setattr("octygraph.session.consolidation.JUDGE_BUDGET_S", budget_s)
     payload = {
         "session_id": "s1",
         "transcript_path": str(transcript),

@@ -16,9 +16,9 @@ from typing import NamedTuple
 
 import pytest
 
-from octygraph import hooks
 from octygraph.config.settings import Settings
-from octygraph.heuristics.secrets import is_secret_name, redact_secrets
+from octygraph.safety.secrets import is_secret_name, redact_secrets
+from octygraph.session import hooks
 from octygraph.store import MemoryStore
 from tests.security_corpus import Secret
 from tests.test_security import cli, leaks, prompt_payload, stop_payload

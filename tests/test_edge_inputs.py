@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from octygraph import hooks
-from octygraph.cli import app
-from octygraph.utf8 import valid_text
+from octygraph.integrations.cli import app
+from octygraph.session import hooks
+from octygraph.text.utf8 import valid_text
 from tests.conftest import cli_json, run_cli
 
 

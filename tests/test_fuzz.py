@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from octygraph import hooks
-from octygraph.cli import app
-from octygraph.cli.guard import run
+from octygraph.integrations.cli import app
+from octygraph.integrations.cli.guard import run
+from octygraph.session import hooks
 
 FUZZ = settings(
     max_examples=int(os.environ.get("OCTY_FUZZ_EXAMPLES", "25")),

@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from octygraph.candidates import is_candidate
+from octygraph.memory.candidates import is_candidate
 from octygraph.pipeline.context import Context
 from octygraph.pipeline.graph import retrieve_half
 from octygraph.pipeline.nodes.assemble import collect

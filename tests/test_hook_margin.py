@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from octygraph import hooks
 from octygraph.llm import resilient
 from octygraph.llm.resilient import CIRCUIT
+from octygraph.session import hooks
 from tests.conftest import cli_json
 from tests.llm_server import openai_server, slow, text_reply
 

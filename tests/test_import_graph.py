@@ -11,10 +11,11 @@ from bench.import_graph import LAYERS, main, report
 # Cycles and imports against `LAYERS` still in the code while they are being removed, one line each as
 # `bench/import_graph.py` prints them. One that is not here fails the test (fix the import, or place a
 # new part in `LAYERS`), and so does one of these that is gone, so that its line is deleted. Empty since
-# 2026-11-27, when the last were removed: the cycles heuristics, judgement, models, store (through
-# store -> judgement and heuristics -> judgement), nodes, session_start, tools (tools -> session_start),
-# service.checkpointers <-> service.pool and store.postgres <-> store.transfer_pg, and resume -> hooks
-# (resume now sits in the service, which runs the hooks).
+# 2026-11-27, when the last were removed: the cycles of the deterministic rules (now `text`, `safety`,
+# `judgement` and `fallback`) with judgement, models and store (through store -> judgement and the rules
+# -> judgement), nodes, session_start, tools (tools -> session_start), service.checkpointers <->
+# service.pool and store.postgres <-> store.transfer_pg, and resume -> hooks (resume now sits in the
+# service, which runs the hooks).
 KNOWN: set[str] = set()
 
 
@@ -38,22 +39,24 @@ def test_each_part_is_placed_once() -> None:
 def test_imports_in_functions_and_for_type_checking_count(tmp_path: Path) -> None:
     package = tmp_path / "octygraph"
     (package / "store").mkdir(parents=True)
+    (package / "session").mkdir()
     (package / "__init__.py").write_text("")
+    (package / "session" / "__init__.py").write_text("")
     (package / "store" / "__init__.py").write_text("")
     (package / "store" / "sqlite.py").write_text(
-        "def embed():\n    from octygraph.hooks import answer\n    from . import vectors\n"
+        "def embed():\n    from octygraph.session.hooks import answer\n    from . import vectors\n"
     )
     (package / "store" / "vectors.py").write_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from octygraph.store.sqlite import embed\n"
     )
-    (package / "hooks.py").write_text("from octygraph.store import sqlite\n")
+    (package / "session" / "hooks.py").write_text("from octygraph.store import sqlite\n")
 
     found = report(package)
 
     assert found.problems() == [
-        "cycle: hooks <-> store",
+        "cycle: session <-> store",
         "cycle: store.sqlite <-> store.vectors",
-        "upward: store -> hooks",
+        "upward: store -> session",
     ]
-    assert found.found_layers == [["__init__", "hooks", "store"]]  # the cycle shares one layer
+    assert found.found_layers == [["__init__", "session", "store"]]  # the cycle shares one layer

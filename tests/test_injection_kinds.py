@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from octygraph import hooks
-from octygraph.cli import app
 from octygraph.config.settings import Settings
 from octygraph.embeddings import local_embeddings
-from octygraph.heuristics.intent import injection_reason
+from octygraph.integrations.cli import app
+from octygraph.safety.intent import injection_reason
+from octygraph.session import hooks
 from octygraph.store import MemoryStore
 from tests.injection_kinds import BENIGN_TUNING, HELD_OUT, HELD_OUT_BENIGN, KINDS, TUNING
 
@@ -107,7 +107,7 @@ def test_every_look_alike_rule_is_stored(home: Path, monkeypatch: pytest.MonkeyP
     """
     stored = {t for t in BENIGN if _run(t)["stored"]}
     assert len(stored) >= 30
-    from octygraph.heuristics import analysis
+    from octygraph.judgement import analysis
     from octygraph.pipeline import runner
     from octygraph.pipeline.tools import writes
 

@@ -17,16 +17,16 @@ import numpy as np
 import pytest
 
 from octygraph.config.settings import Settings
-from octygraph.heuristics.storage import recorded_rules
 from octygraph.judgement.decoration import strip_decoration
 from octygraph.judgement.gate import Judged, judged_segments, storage_gate
+from octygraph.judgement.patterns import recorded_rules
 from octygraph.judgement.relevance import MemoryText, relevance_model
 from octygraph.judgement.segments import segments
 from octygraph.judgement.standalone import standalone
 from octygraph.judgement.storage import MAX_REPLY_ITEMS, filter_storage
 from octygraph.pipeline.runner import RunOptions, run_prompt
 from octygraph.pipeline.tools.writes import is_restatement, key_tokens
-from octygraph.services import open_store
+from octygraph.store.opening import open_store
 from training.common import held_out, read_jsonl
 
 TRAINING = Path(__file__).resolve().parent.parent / "training"
@@ -754,7 +754,7 @@ def test_global_rules_are_candidates_however_many_memories_are_closer(home: Path
 
 
 def test_a_session_does_not_see_the_same_memory_twice_until_it_is_compacted(home: Path) -> None:
-    from octygraph.hooks import handle
+    from octygraph.session.hooks import handle
 
     settings = Settings.from_env(project_id="sess")
     _seed(settings, [("The staging database is Postgres 16 on Neon", "fact", None)])

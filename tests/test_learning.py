@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from octygraph import feedback, learning
-from octygraph.cli.app import app
-from octygraph.feedback import Example
+from octygraph.integrations.cli.app import app
 from octygraph.judgement.linear import Logistic
 from octygraph.judgement.verdict import StorageVerdict, storage_verdict, user_verdict_path
+from octygraph.memory import feedback, learning
+from octygraph.memory.feedback import Example
 
 KEEP = (
     "We deploy the API from the release branch only.",

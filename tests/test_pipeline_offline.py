@@ -10,7 +10,7 @@ import pytest
 
 from octygraph.config.settings import Settings
 from octygraph.pipeline.runner import RunOptions, checkpoint_steps, replay, run_prompt
-from octygraph.services import open_store
+from octygraph.store.opening import open_store
 from tests.conftest import cli_json, run_cli
 
 

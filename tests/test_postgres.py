@@ -113,7 +113,7 @@ def test_missing_project_and_bad_url(pg_url: str, embedder: LocalEmbeddings) -> 
 def test_database_url_selects_postgres(
     pg_url: str, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from octygraph.services import open_store
+    from octygraph.store.opening import open_store
     from octygraph.store.postgres import PostgresStore
 
     project = _project()

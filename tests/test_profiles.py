@@ -166,7 +166,7 @@ def test_the_built_in_profiles_come_from_the_demo_package_through_the_command_li
 ) -> None:
     # The runtime package, its command line included, loads without the demo package.
     code = (
-        "import sys, octygraph.profiles, octygraph.cli.memory, octygraph.entry; "
+        "import sys, octygraph.profiles, octygraph.integrations.cli.memory, octygraph.entry; "
         "print(sorted(m for m in sys.modules if m.startswith('octygraph_demo')))"
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -306,7 +306,7 @@ def test_a_stored_memory_reaches_the_model(claude: Claude) -> None:
 
 
 def test_the_session_start_block_reaches_the_model(claude: Claude) -> None:
-    from octygraph.session_start import HEADER
+    from octygraph.session.start import HEADER
 
     rule = "Never push to main on Fridays."
     claude.octygraph("memory", "add", "--type", "instruction", "--scope", "1.0", rule)

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from octygraph.cli import app
 from octygraph.config.settings import Settings
+from octygraph.integrations.cli import app
 from octygraph.pipeline.retention import prune, prune_if_due
 from octygraph.pipeline.runner import RunOptions, run_prompt
-from octygraph.services import open_store
 from octygraph.store.checkpoints import checkpoint_threads
+from octygraph.store.opening import open_store
 
 
 def _runs(settings: Settings, count: int) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from octygraph import review
+from octygraph.memory import review
 from octygraph.store import ARCHIVED, AdminStore
 
 

@@ -13,7 +13,7 @@ from octygraph.pipeline.nodes import safety_nets
 from octygraph.pipeline.nodes.safety_nets import _global_instructions
 from octygraph.pipeline.runner import RunOptions, run_prompt
 from octygraph.pipeline.traces import load_trace
-from octygraph.services import open_store
+from octygraph.store.opening import open_store
 
 
 def _contents(store: object) -> set[str]:

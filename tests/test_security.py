@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from octygraph import hooks
-from octygraph.cli import app
 from octygraph.config.settings import Settings
+from octygraph.integrations.cli import app
+from octygraph.session import hooks
 from octygraph.store import MemoryStore
 from tests.security_corpus import Secret, messages, secrets
 
@@ -150,7 +150,7 @@ def _run_all(texts: tuple[str, ...], *, source: str) -> list[dict[str, object]]:
 
     from octygraph.pipeline.runner import RunOptions, run_prompt
     from octygraph.pipeline.traces import load_trace
-    from octygraph.services import open_store
+    from octygraph.store.opening import open_store
 
     settings = Settings.from_env()
     traces = []
@@ -172,7 +172,7 @@ def _stored_nodes() -> list[object]:
 
 
 def test_every_injection_attempt_is_judged_as_one_and_few_benign_rules_are() -> None:
-    from octygraph.heuristics.intent import injection_reason
+    from octygraph.safety.intent import injection_reason
     from tests.security_corpus import BENIGN_RULES, INJECTIONS
 
     assert len(INJECTIONS) >= 100 and len(BENIGN_RULES) >= 100
@@ -184,7 +184,7 @@ def test_every_injection_attempt_is_judged_as_one_and_few_benign_rules_are() -> 
 
 def test_the_held_out_attacks_and_rules_are_mostly_judged_right() -> None:
     """Texts the detector was not written against (see the corpus): most attacks, no benign rule."""
-    from octygraph.heuristics.intent import injection_reason
+    from octygraph.safety.intent import injection_reason
     from tests.security_corpus import HELD_OUT_BENIGN, HELD_OUT_INJECTIONS
 
     caught = sum(injection_reason(text) is not None for text in HELD_OUT_INJECTIONS)

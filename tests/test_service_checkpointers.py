@@ -12,7 +12,7 @@ from octygraph.config.settings import Settings
 from octygraph.pipeline import inflight
 from octygraph.pipeline.runner import RunOptions, run_prompt
 from octygraph.service.checkpointers import CheckpointerPool
-from octygraph.services import open_store
+from octygraph.store.opening import open_store
 
 
 def _threads(db: Path) -> set[str]:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from octygraph import local_vectors as vectors
 from octygraph.config.settings import Settings
+from octygraph.embeddings import local as vectors
 from octygraph.embeddings import local_embeddings
 from octygraph.service.pool import StorePool
-from octygraph.services import open_store
+from octygraph.store.opening import open_store
 
 
 def test_opening_a_database_primes_its_rules_trigger_clauses(home: Path) -> None:

@@ -178,7 +178,7 @@ def test_running_the_store_half_again_stores_nothing_twice(home: Path) -> None:
     whole store half of a finished run runs again, forked from the checkpoint before it."""
     from octygraph.pipeline.persistence import checkpointer_for
     from octygraph.pipeline.runner import RunOptions, make_context, run_prompt, with_checkpointer
-    from octygraph.services import open_store
+    from octygraph.store.opening import open_store
 
     settings = Settings.from_env()
     with open_store(settings) as store:

@@ -18,20 +18,20 @@ from typing import Any
 
 import pytest
 
-from octygraph import candidates, feedback, learning, review
 from octygraph.claude import hook_io
 from octygraph.config import setting_table as table
 from octygraph.config.settings import Settings
-from octygraph.feedback import Example
-from octygraph.hooks import HookSession
 from octygraph.judgement.storage import filter_storage
 from octygraph.judgement.verdict import user_verdict_path
+from octygraph.memory import candidates, feedback, learning, review
+from octygraph.memory.feedback import Example
 from octygraph.pipeline.sessions import SessionLog, every_log
 from octygraph.service import protocol
 from octygraph.service.pool import StorePool
 from octygraph.service.upkeep import Upkeep
-from octygraph.services import open_store
+from octygraph.session.hooks import HookSession
 from octygraph.store import MemoryStore, Node
+from octygraph.store.opening import open_store
 from tests.llm_server import openai_server, tool_reply
 from tests.refits import SHARED
 from tests.test_consolidation_judge import PROMPTS, write_transcript

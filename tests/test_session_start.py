@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from octygraph import session_start, uses
 from octygraph.config.settings import Settings
-from octygraph.services import open_store
+from octygraph.memory import uses
+from octygraph.session import start as session_start
 from octygraph.store import MemoryStore, Node
+from octygraph.store.opening import open_store
 from tests.conftest import run_cli
 from tests.test_hooks import hook, prompt_payload
 
@@ -187,7 +188,7 @@ def test_loaded_files_follow_claude_code(tmp_path: Path) -> None:
 
 
 def test_prompt_uses_wait_in_memory_until_the_next_block(store: MemoryStore) -> None:
-    from octygraph import review
+    from octygraph.memory import review
 
     node = review.remember(store, RULE, node_type="instruction", subtype="rule", scope=1.0)
     before = store.revision()

@@ -509,7 +509,7 @@ def test_keyword_search_reuses_a_querys_rows_only_while_the_database_is_unchange
 
 
 def test_a_query_is_embedded_once_for_search_and_for_the_judges(sqlite_store: MemoryStore) -> None:
-    from octygraph import local_vectors as vectors
+    from octygraph.embeddings import local as vectors
 
     store = sqlite_store
     embedder = store.embedder

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from octygraph.config.settings import Settings
-from octygraph.services import open_store
+from octygraph.store.opening import open_store
 
 
 class Undo(Exception):

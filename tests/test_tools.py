@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage
 
-from octygraph.heuristics.classify import classify
-from octygraph.heuristics.plan import plan_retrieval
+from octygraph.fallback.classify import classify
+from octygraph.fallback.plan import plan_retrieval
 from octygraph.models import RETRIEVE_TOOLS, RetrievalPlan, SearchStep
 from octygraph.pipeline.context import Context
 from octygraph.pipeline.nodes.loops import (

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from octygraph import review
 from octygraph.config.settings import Settings
+from octygraph.integrations.ui.app import COOKIE, create_app
+from octygraph.memory import review
 from octygraph.store import MemoryStore
-from octygraph.ui.app import COOKIE, create_app
 
 TOKEN = "t0ken-for-tests"
 
@@ -74,8 +74,8 @@ def test_every_page_renders_and_forms_change_memory(client: TestClient, store: M
 
 
 def test_usage_adds_up_llm_calls_tokens_and_cost_per_day(client: TestClient) -> None:
+    from octygraph.integrations.ui.views import read_traces, usage_by_day
     from octygraph.pipeline.traces import write_trace
-    from octygraph.ui.views import read_traces, usage_by_day
 
     debug = Settings.from_env().paths.debug_dir
     llm = {"calls": 2, "input_tokens": 900, "output_tokens": 100, "cost_usd": 0.002, "priced": True}

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from octygraph import review
-from octygraph.candidates import candidate_attributes
 from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings
+from octygraph.memory import review
+from octygraph.memory.candidates import candidate_attributes
 from octygraph.store import MemoryStore
 from tests.test_real_claude import REPO
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from octygraph import feedback
-from octygraph.candidates import candidate_attributes, is_candidate
 from octygraph.config.settings import Settings
+from octygraph.integrations.ui.app import COOKIE, create_app
+from octygraph.memory import feedback
+from octygraph.memory.candidates import candidate_attributes, is_candidate
 from octygraph.store import MemoryStore
-from octygraph.ui.app import COOKIE, create_app
 
 TOKEN = "t0ken-for-tests"
 

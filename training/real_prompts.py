@@ -20,9 +20,9 @@ from types import ModuleType
 
 import numpy as np
 
-from octygraph.heuristics.analysis import analyze
-from octygraph.heuristics.storage import safety_refusal, verdict_refusals
+from octygraph.judgement.analysis import analyze
 from octygraph.judgement.gate import judged_segments, storage_gate
+from octygraph.judgement.patterns import safety_refusal, verdict_refusals
 from octygraph.judgement.verdict import SegmentView, message_vector, verdict_features
 from training.common import HERE, embed, held_out
 from training.train_gate import load_rows

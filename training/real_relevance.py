@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from octygraph.heuristics.analysis import analyze
-from octygraph.heuristics.instructions import detect_instruction, instruction_scope
-from octygraph.heuristics.storage import sentence_type
+from octygraph.judgement.analysis import analyze
+from octygraph.judgement.instructions import detect_instruction, instruction_scope
 from octygraph.judgement.linear import Logistic
+from octygraph.judgement.patterns import sentence_type
 from octygraph.judgement.relevance import (
     MAX_PROMPT_SEGMENTS,
     Embed,

@@ -149,7 +149,7 @@ def append(path: Path, entries: Iterable[Mapping[str, Any]]) -> int:
     Raises:
         ValueError: when an entry has no `node_id` (nothing is written then).
     """
-    from octygraph.heuristics.secrets import redact_deep
+    from octygraph.safety.secrets import redact_deep
 
     new = [normalize_entry(redact_deep(dict(entry))) for entry in entries]
     if not new:

@@ -57,7 +57,7 @@ def dev_log(paths: ProjectPaths, event: str, data: dict[str, Any]) -> None:
         except FileNotFoundError:
             pass
         stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
-        from octygraph.heuristics.secrets import redact_deep
+        from octygraph.safety.secrets import redact_deep
 
         body = json.dumps(redact_deep(data), ensure_ascii=False, default=str, sort_keys=True)
         line = f"{stamp} {event} {body}\n"

@@ -168,7 +168,7 @@ def _log_failure(debug_dir: Path, outcome: str) -> None:
         private_mkdir(debug_dir)
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
         try:
-            from octygraph.heuristics.secrets import redact_secrets
+            from octygraph.safety.secrets import redact_secrets
 
             outcome = redact_secrets(outcome)[0]  # a server's error text may echo a token
         except Exception:

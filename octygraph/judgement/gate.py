@@ -17,6 +17,7 @@ from typing import Final
 
 import numpy as np
 
+from octygraph.embeddings.local import cached_local_embed
 from octygraph.judgement.decoration import plain_reply
 from octygraph.judgement.linear import (
     Logistic,
@@ -29,7 +30,6 @@ from octygraph.judgement.linear import (
 from octygraph.judgement.ngrams import hashed_ngrams
 from octygraph.judgement.segments import Segment, segments
 from octygraph.judgement.shape import shape_features
-from octygraph.local_vectors import cached_local_embed
 
 GATE_FILE: Final = "storage_gate.npz"
 KINDS: Final = ("rule", "preference", "fact", "decision", "plan")

@@ -19,11 +19,11 @@ from typing import Final
 
 import numpy as np
 
-from octygraph.heuristics.text import QUESTION_START, content_stems
+from octygraph.embeddings.local import cached_local_embed
 from octygraph.judgement.linear import Logistic, load_logistic, model_arrays
 from octygraph.judgement.segments import segments
 from octygraph.judgement.topics import TOPICS, topic_spread
-from octygraph.local_vectors import cached_local_embed
+from octygraph.text.words import QUESTION_START, content_stems
 
 RELEVANCE_FILE: Final = "relevance.npz"
 MAX_PROMPT_SEGMENTS: Final = 16

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from octygraph.heuristics.text import rx, split_sentences
+from octygraph.text.words import rx, split_sentences
 
 MAX_SEGMENTS: Final = 48
 MAX_SEGMENT_CHARS: Final = 600

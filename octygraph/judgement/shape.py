@@ -14,8 +14,8 @@ from typing import Final
 
 import numpy as np
 
-from octygraph.heuristics.lexicon import COMMON_VERBS
-from octygraph.heuristics.text import QUESTION_START, rx
+from octygraph.text.lexicon import COMMON_VERBS
+from octygraph.text.words import QUESTION_START, rx
 
 _WORD: Final = re.compile(r"[A-Za-z][A-Za-z'’]*|\d+(?:\.\d+)*")
 _ASK_ASSISTANT: Final = rx(

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from octygraph.heuristics.forms import TOLD_LEAD
-from octygraph.heuristics.text import QUOTED, strip_leading_markers
+from octygraph.judgement.forms import TOLD_LEAD
+from octygraph.text.words import QUOTED, strip_leading_markers
 
 _IRREGULAR: Final = {
     "am": "is",

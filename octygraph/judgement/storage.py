@@ -11,7 +11,7 @@ Contents are the user's own sentences, lightly trimmed ("Actually,", "btw" dropp
 secrets redacted; nothing is paraphrased or invented.
 
 It sits above the learned models and the patterns it weighs: the gate (`gate`) judges each segment,
-the patterns of `heuristics.storage` refuse or keep outright, the verdict (`verdict`) speaks for a
+the patterns of `patterns` refuse or keep outright, the verdict (`verdict`) speaks for a
 message the patterns keep nothing of, and `standalone` words each memory to read right later.
 """
 
@@ -24,16 +24,13 @@ from datetime import date
 from itertools import groupby
 from typing import Final
 
-from octygraph.heuristics.analysis import Sentence, analyze, resolve_pronouns
-from octygraph.heuristics.entities import Gazetteer, mentions, prompt_gazetteer
-from octygraph.heuristics.forms import explicit_kind, reasoned_prohibition, reply_refusal
-from octygraph.heuristics.instructions import detect_instruction, instruction_scope
-from octygraph.heuristics.lexicon import STOPWORDS
-from octygraph.heuristics.reconcile import ROLE_STATEMENT
-from octygraph.heuristics.safety import redact_secrets
-from octygraph.heuristics.storage import dangles, recorded_rules, refusal, verdict_refusals
-from octygraph.heuristics.text import WORD, rx
+from octygraph.embeddings.local import cached_local_embed
+from octygraph.judgement.analysis import ROLE_STATEMENT, Sentence, analyze, resolve_pronouns
+from octygraph.judgement.entities import Gazetteer, mentions, prompt_gazetteer
+from octygraph.judgement.forms import explicit_kind, reasoned_prohibition, reply_refusal
 from octygraph.judgement.gate import Judged, storage_gate
+from octygraph.judgement.instructions import detect_instruction, instruction_scope
+from octygraph.judgement.patterns import dangles, recorded_rules, refusal, verdict_refusals
 from octygraph.judgement.standalone import project_statement, standalone
 from octygraph.judgement.verdict import (
     SegmentView,
@@ -41,8 +38,10 @@ from octygraph.judgement.verdict import (
     storage_verdict,
     verdict_features,
 )
-from octygraph.local_vectors import cached_local_embed
 from octygraph.models import Classification, NodeType, StorageDecision, StorageItem
+from octygraph.safety.checks import redact_secrets
+from octygraph.text.lexicon import STOPWORDS
+from octygraph.text.words import WORD, rx
 
 MAX_ITEMS: Final = 10
 MAX_REPLY_ITEMS: Final = 2

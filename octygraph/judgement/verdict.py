@@ -1,7 +1,7 @@
 """The storage verdict: what of a message to store, learned from real prompts of many projects.
 
 The storage gate (`gate`) reads a segment alone and was fitted on written sets; the hand-written forms
-of `heuristics.forms` were chosen while reading a few sessions. Real prompts differ: a lasting fact is
+of `forms` were chosen while reading a few sessions. Real prompts differ: a lasting fact is
 said in passing inside a task or beside a pasted traceback. The verdict is two logistic layers fitted
 on the labelled real prompts of the shared projects (`training/train_verdict.py`): the message layer
 decides whether a message states something lasting, from the message's vector and, pooled over
@@ -10,10 +10,10 @@ picks which segment says it when the message is too long to store whole. Above `
 is stored; between `candidate_bar` and `active_bar` it is an unsure statement, which is not stored yet.
 
 The storage decision (`storage`) asks it for messages the forms keep nothing of, and the forms'
-refusals (`heuristics.storage.refusal`) hold over it. `bench/judgement_cv.py` judges it leave-project-out.
+refusals (`patterns.refusal`) hold over it. `bench/judgement_cv.py` judges it leave-project-out.
 
 `octygraph memory learn` may fit the message layer to the user's own approvals and forgets
-(`octygraph.learning`); its weights, `$OCTYBOT_HOME/learning/storage_verdict.npz`, are used instead of
+(`octygraph.memory.learning`); its weights, `$OCTYBOT_HOME/learning/storage_verdict.npz`, are used instead of
 the shipped ones while they were learned from this version's shipped file.
 """
 
@@ -34,8 +34,8 @@ from typing import Final
 import numpy as np
 
 from octygraph.config.settings import octybot_home
-from octygraph.heuristics.analysis import Sentence
-from octygraph.heuristics.forms import (
+from octygraph.judgement.analysis import Sentence
+from octygraph.judgement.forms import (
     ABOUT_THE_CONVERSATION,
     GO_AHEAD,
     GUESS,
@@ -49,7 +49,7 @@ from octygraph.judgement.shape import shape_features
 
 VERDICT_FILE: Final = "storage_verdict.npz"
 USER_VERDICT_FILE: Final = "storage_verdict.npz"
-"""The user's learned verdict, in `$OCTYBOT_HOME/learning/` (`octygraph.learning`)."""
+"""The user's learned verdict, in `$OCTYBOT_HOME/learning/` (`octygraph.memory.learning`)."""
 VECTOR_DIMS: Final = 384
 
 FORM_NAMES: Final = (
@@ -90,7 +90,7 @@ CONTEXT_NAMES: Final = (
 
 
 def form_features(s: Sentence) -> list[float]:
-    """The former keep and refuse forms of `heuristics.forms` and the sentence analysis, as 0/1."""
+    """The former keep and refuse forms of `forms` and the sentence analysis, as 0/1."""
     kind = explicit_kind(s.body, "fact")
     flags = [
         kind == "rule",

@@ -79,7 +79,7 @@ class Context:
         """The memory store, opened on first use when none was given."""
         with _OPEN_LOCK:
             if self.store is None:
-                from octygraph.services import open_store
+                from octygraph.store.opening import open_store
 
                 self.store = open_store(self.get_settings())
             return self.store
@@ -87,7 +87,7 @@ class Context:
     def gazetteer(self) -> Any:
         """Known entity names and kinds from the store, built once per run (classify and plan share it)."""
         if self._gazetteer is None:
-            from octygraph.heuristics.entities import Gazetteer
+            from octygraph.judgement.entities import Gazetteer
 
             store = self.memory()
             # A resident service runs many prompts on one store: rebuild only when the data changed.

@@ -19,8 +19,6 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 
 from octygraph.config.settings import Settings
-from octygraph.heuristics.intent import injection_reason
-from octygraph.heuristics.secrets import redact_secrets
 from octygraph.llm.usage import UsageTracker
 from octygraph.pipeline import inflight
 from octygraph.pipeline.checkpoint_buffer import WriteBehindSaver
@@ -29,6 +27,8 @@ from octygraph.pipeline.graph import build_graph, replay_graph
 from octygraph.pipeline.persistence import checkpointer_for, make_serde
 from octygraph.pipeline.state import InputState, PipelineState
 from octygraph.pipeline.traces import load_trace, new_trace_id, to_jsonable, write_trace
+from octygraph.safety.intent import injection_reason
+from octygraph.safety.secrets import redact_secrets
 from octygraph.store import GraphStore
 
 

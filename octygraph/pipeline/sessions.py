@@ -7,7 +7,7 @@ Claude Code compacts the conversation (SessionStart with source "compact") the t
 and everything may be injected again. One small JSON file per session, under the project's memory
 folder; a missing or unreadable file means "nothing seen yet".
 
-The file also says which of the stored ids a consolidation pass has settled (`octygraph.consolidation`:
+The file also says which of the stored ids a consolidation pass has settled (`octygraph.session.consolidation`:
 at SessionEnd, or when the service goes idle for a session whose SessionEnd never came), so a session is
 settled once, and again only for what it stored after that.
 """

@@ -50,7 +50,7 @@ class MemoryRecord(TypedDict):
     supersedes: NotRequired[str]
     """A correction: the id of the memory it replaced."""
     candidate: NotRequired[bool]
-    """Unconfirmed (`octygraph.candidates`): searchable, not given unprompted."""
+    """Unconfirmed (`octygraph.memory.candidates`): searchable, not given unprompted."""
     vias: NotRequired[list[str]]
     """Assembly: every way it was found."""
     relevance: NotRequired[float]
@@ -142,7 +142,7 @@ class PipelineState(InputState, total=False):
     """Every tool call of both loops: tool, args, result summary, loop."""
     stored: Annotated[list[Record], operator.add]
     candidates: Annotated[list[Record], operator.add]
-    """Stored as candidates: the verdict was unsure (`octygraph.candidates`)."""
+    """Stored as candidates: the verdict was unsure (`octygraph.memory.candidates`)."""
     superseded: Annotated[list[str], operator.add]
     flags: Annotated[list[Flag], operator.add]
     notes: Annotated[list[str], operator.add]

@@ -23,7 +23,7 @@ StoreLease = Callable[[Settings], AbstractAsyncContextManager["AdminStore"]]
 @asynccontextmanager
 async def open_store_for_run(settings: Settings) -> AsyncIterator[AdminStore]:
     """Open the project's store for one run and close it afterwards (the in-process path)."""
-    from octygraph.services import open_store
+    from octygraph.store.opening import open_store
 
     store = await asyncio.to_thread(open_store, settings)
     try:

@@ -36,7 +36,7 @@ def to_jsonable(value: Any) -> Any:
 
 def write_trace(debug_dir: Path, trace: dict[str, Any]) -> Path:
     """Write atomically, private to the user, with every secret redacted."""
-    from octygraph.heuristics.secrets import redact_deep
+    from octygraph.safety.secrets import redact_deep
 
     trace = redact_deep(to_jsonable(trace))
     private_mkdir(debug_dir)

@@ -50,7 +50,7 @@ STATUS_TIMEOUT_S = 2.0
 HANDOFF_BUDGET_S = 0.25
 """A hand-off hook (stop, session-end) returns within this, from process start."""
 START_BUDGET_S = 8.0
-"""SessionStart returns within this, from process start (as `octygraph.hooks.START_BUDGET_S`)."""
+"""SessionStart returns within this, from process start (as `octygraph.session.hooks.START_BUDGET_S`)."""
 HANDOFF_ACK_S = 0.12
 """How long a hand-off waits for the service's receipt before spooling the payload."""
 EXIT_MARGIN_S = 0.05
@@ -379,8 +379,8 @@ def _payload_at_rest(payload_b64: str) -> str:
     """
     import json
 
-    from octygraph.heuristics.intent import injection_reason
-    from octygraph.heuristics.secrets import redact_secrets
+    from octygraph.safety.intent import injection_reason
+    from octygraph.safety.secrets import redact_secrets
 
     raw = binascii.a2b_base64(payload_b64.encode("ascii"))
     try:
@@ -445,7 +445,7 @@ def home_problem(home: str | Path) -> str:
 
 def _in_process(event: str, raw: bytes, started: float, team_note: str = "") -> tuple[str, str]:
     """The hook run in this process: its stdout and its notice for the user."""
-    from octygraph import hooks
+    from octygraph.session import hooks
 
     notices: list[str] = []
     stdout = hooks.answer(event, raw, started=started, notices=notices)

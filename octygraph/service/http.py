@@ -127,7 +127,7 @@ class TeamServer:
         return Settings.from_env(env={**self.env, "OCTYBOT_PROJECT": project})
 
     def hook(self, project: str, event: str, raw: bytes) -> tuple[dict[str, Any], Any]:
-        from octygraph.hooks import handle
+        from octygraph.session.hooks import handle
 
         env = {**self.env, "OCTYBOT_PROJECT": project}
         # The payload's folder is on the teammate's machine: the project id above decides.

@@ -20,8 +20,8 @@ from typing import Any
 from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings, make_embeddings
 from octygraph.service.kept_files import file_identity, max_open_stores
-from octygraph.services import open_store
 from octygraph.store import AdminStore, MemoryStore
+from octygraph.store.opening import open_store
 
 MAX_IDLE_PER_DB = 4
 
@@ -73,7 +73,7 @@ def prime_rule_triggers(store: AdminStore) -> int:
     that clause, so without this each prompt whose candidates bring new rules embeds their triggers on
     its critical path. Runs in the background once per database; returns how many were embedded.
     """
-    from octygraph import local_vectors as vectors
+    from octygraph.embeddings import local as vectors
     from octygraph.judgement.relevance import MemoryText, trigger_clause
 
     try:
@@ -152,7 +152,7 @@ class StorePool:
         if prime and isinstance(store.embedder, LocalEmbeddings):
             # The relevance and storage judges read the local model's vectors of the memories they
             # weigh; the store holds exactly those already, so a new prompt need not embed them again.
-            from octygraph import local_vectors as vectors
+            from octygraph.embeddings import local as vectors
 
             vectors.prime(store.content_vectors(vectors.CACHE_SIZE))
             # Counted before the thread starts: whoever reads `priming` right after this lease

@@ -193,9 +193,9 @@ class Service:
         models = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="octy-warm")
         loading = models.submit(self._load_models)
         try:
-            from octygraph import hooks
             from octygraph.pipeline.graph import build_graph
             from octygraph.service.pool import StorePool
+            from octygraph.session import hooks
 
             self._handle = hooks.handle
             self._pool = StorePool()
@@ -641,7 +641,7 @@ def configure_logging() -> None:
     log.setLevel(logging.INFO)
     # How sessions were settled (candidates confirmed, merged, judged) is the service's work too.
     logging.getLogger("octygraph.hooks").setLevel(logging.INFO)
-    from octygraph.heuristics.secrets import redact_logs
+    from octygraph.safety.secrets import redact_logs
 
     redact_logs()  # the log file is on disk too: no secret reaches it
 

@@ -2,12 +2,12 @@
 
 - With `OCTY_AUTO_LEARN` on, once enough new approvals and forgets exist (`learning.learn_due`), the
   storage verdict is refitted to them as `octygraph memory learn` does, in a process of its own
-  (`python -m octygraph.learning`); a learned verdict is used from the next prompt on (the verdict is
+  (`python -m octygraph.memory.learning`); a learned verdict is used from the next prompt on (the verdict is
   looked up by the file's identity on each use), a refused one is not written; `health` and the log say
   which, and why.
 - Once the service has been idle `SETTLE_IDLE_S` (or before it stops for idleness), every session that
   stored memories since it was last settled, SessionEnd never having come (Claude Code killed), gets the
-  SessionEnd consolidation pass (`octygraph.consolidation`), and its session log says so. With an LLM
+  SessionEnd consolidation pass (`octygraph.session.consolidation`), and its session log says so. With an LLM
   configured, its candidates are judged too, with the transcript its requests named (a session only a
   service before this one served is settled without the judge: its transcript is not known).
 """
@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from octygraph.config.settings import Settings
-    from octygraph.consolidation import Settled
-    from octygraph.hooks import HookSession
     from octygraph.pipeline.store_lease import StoreLease
+    from octygraph.session.consolidation import Settled
+    from octygraph.session.hooks import HookSession
 
 log = logging.getLogger("octygraph.serve")
 
@@ -98,7 +98,7 @@ class Upkeep:
 
     async def read_last_learn(self) -> None:
         """What the last learn before this service did (for `health`)."""
-        from octygraph import learning
+        from octygraph.memory import learning
 
         self.last_learn = await asyncio.to_thread(learning.last_learn, self.home)
 
@@ -107,7 +107,7 @@ class Upkeep:
         changed since the last look (`learning.learn_due` decides whether enough are new)."""
         if not self.auto_learn or self._learning:
             return
-        from octygraph.feedback import examples_path
+        from octygraph.memory.feedback import examples_path
 
         try:
             info = examples_path(self.home).stat()
@@ -122,7 +122,7 @@ class Upkeep:
 
     async def _learn(self) -> None:
         try:
-            from octygraph import learning
+            from octygraph.memory import learning
 
             if not await asyncio.to_thread(learning.learn_due, self.home):
                 return
@@ -141,9 +141,9 @@ class Upkeep:
             self._learning = False
 
     def _run_learner(self) -> dict[str, Any]:
-        """`python -m octygraph.learning` at low priority; its one-line JSON report."""
+        """`python -m octygraph.memory.learning` at low priority; its one-line JSON report."""
         proc = subprocess.Popen(
-            [sys.executable, "-m", "octygraph.learning"],
+            [sys.executable, "-m", "octygraph.memory.learning"],
             cwd=self.home,
             env={**os.environ, "OCTYBOT_HOME": str(self.home)},
             stdin=subprocess.DEVNULL,
@@ -250,8 +250,13 @@ class Upkeep:
         A session this service did not serve (a stopped service did) is settled in the store the
         service's own settings name for its project, without the judge: its transcript is unknown."""
         from octygraph.config.settings import Settings
-        from octygraph.consolidation import Settled, consolidate, record_judged, session_judge
-        from octygraph.services import store_exists
+        from octygraph.session.consolidation import (
+            Settled,
+            consolidate,
+            record_judged,
+            session_judge,
+        )
+        from octygraph.store.opening import store_exists
 
         known = self._sessions.get(log_path)
         if known is None:

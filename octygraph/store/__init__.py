@@ -2,6 +2,7 @@
 
 Backends: `MemoryStore`, SQLite with FTS5 (BM25) and sqlite-vec, one file a project (the default); and
 `octygraph.store.postgres.PostgresStore`, PostgreSQL with pgvector, one schema a project on a shared server.
+`octygraph.store.opening` opens the project's store from its settings, with the embedding model they name.
 """
 
 from octygraph.store.model import (

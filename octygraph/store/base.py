@@ -16,7 +16,7 @@ from typing import Any, Self
 
 import numpy as np
 
-from octygraph.local_vectors import cached_local_embed
+from octygraph.embeddings.local import cached_local_embed
 from octygraph.store.model import (
     EDGE_COLS,
     NODE_SELECT,

@@ -10,8 +10,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from octygraph.candidates import is_candidate
 from octygraph.judgement.relevance import MemoryText, relevance_model
+from octygraph.memory.candidates import is_candidate
 from octygraph.pipeline.context import Context
 from octygraph.pipeline.nodes._common import timed
 from octygraph.pipeline.state import PipelineState, Record

@@ -7,14 +7,14 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from octygraph.heuristics.classify import classify as classify_offline
-from octygraph.heuristics.text import split_sentences
+from octygraph.fallback.classify import classify as classify_offline
 from octygraph.models import Classification, merge_classifications
 from octygraph.pipeline import prompts
 from octygraph.pipeline.context import Context
 from octygraph.pipeline.nodes._common import NO_MODEL, ask_structured, combine, layer, log, timed
 from octygraph.pipeline.nodes.plan import draft_plan
 from octygraph.pipeline.state import PipelineState
+from octygraph.text.words import split_sentences
 
 
 @timed("classify")

@@ -7,7 +7,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from octygraph.heuristics.plan import plan_retrieval
+from octygraph.fallback.plan import plan_retrieval
 from octygraph.models import Classification, RetrievalPlan
 from octygraph.pipeline import prompts
 from octygraph.pipeline.context import Context

@@ -7,8 +7,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from octygraph.heuristics import reconcile as wording
-from octygraph.heuristics.secrets import is_secret_name
+from octygraph.fallback import reconcile as wording
 from octygraph.models import (
     Classification,
     ExtractedInstruction,
@@ -21,6 +20,7 @@ from octygraph.pipeline.context import Context
 from octygraph.pipeline.nodes._common import ask_structured, timed, tool_call
 from octygraph.pipeline.state import Flag, PipelineState, Record, ToolCall
 from octygraph.pipeline.tools import registry, writes
+from octygraph.safety.secrets import is_secret_name
 from octygraph.store import GraphStore, StoreError
 
 CORRECTION_MIN_COSINE = 0.45

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from octygraph.candidates import is_candidate
+from octygraph.memory.candidates import is_candidate
 from octygraph.pipeline.state import MemoryRecord
 from octygraph.store import GraphStore, Hit, Node, StoreError
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from octygraph.candidates import candidate_attributes, confirm
-from octygraph.heuristics.intent import injection_reason, is_injection_message
-from octygraph.heuristics.lexicon import COMMON_VERBS, STOPWORDS
-from octygraph.heuristics.safety import is_grounded, looks_like_injection, redact_secrets
-from octygraph.heuristics.secrets import is_secret_name
+from octygraph.memory.candidates import candidate_attributes, confirm
+from octygraph.memory.uses import record_access
 from octygraph.models import DEFAULT_SUBTYPE, SUBTYPES
 from octygraph.pipeline.tools.ops import ToolResult, to_record
+from octygraph.safety.checks import is_grounded, looks_like_injection, redact_secrets
+from octygraph.safety.intent import injection_reason, is_injection_message
+from octygraph.safety.secrets import is_secret_name
 from octygraph.store import GraphStore, Node, StoreError
-from octygraph.uses import record_access
+from octygraph.text.lexicon import COMMON_VERBS, STOPWORDS
 
 RUN = "run"
 """The attribute naming the run (its trace id) that last wrote a memory: that run's own retrieval, which
@@ -157,7 +157,7 @@ def store_memory(
 
     `injection` is the run's judgement of the raw message (see `Context.injection`). With
     `candidate` (the storage verdict's probability) the memory is stored as a candidate
-    (`octygraph.candidates`). A candidate said again is confirmed, not stored twice. `run_id` stamps
+    (`octygraph.memory.candidates`). A candidate said again is confirmed, not stored twice. `run_id` stamps
     what is written (`RUN`), a candidate confirmed included.
     """
     if node_type not in SUBTYPES:

@@ -1,0 +1,54 @@
+"""Reviewing candidate memories by hand: list them, approve them (`octygraph.memory.candidates` says what they are).
+
+The CLI (`octygraph memory review`, `memory approve`) and the review page's Candidates tab both go
+through these functions, so the two agree on what can be approved and say so in the same words.
+"""
+
+from __future__ import annotations
+
+from octygraph.memory.candidates import confirm, is_candidate
+from octygraph.store import ARCHIVED, AdminStore, Node, StoreError
+
+
+class NotACandidate(StoreError):
+    """The memory exists but cannot be approved: it is ordinary already, forgotten or replaced."""
+
+
+def list_candidates(store: AdminStore, limit: int | None = 200) -> list[Node]:
+    """Current candidate memories, newest first (the store's order: by time, then insertion)."""
+    found = [n for n in store.list_nodes(limit=None, include_superseded=False) if is_candidate(n)]
+    return found if limit is None else found[:limit]
+
+
+def approvable(node: Node) -> Node:
+    """`node` when it is a current candidate, else NotACandidate with one sentence saying why."""
+    if node.superseded_by == ARCHIVED:
+        raise NotACandidate(f"Memory {node.id} is forgotten; restore it before approving it.")
+    if node.superseded_by:
+        raise NotACandidate(
+            f"Memory {node.id} was replaced by {node.superseded_by}; approve that one instead."
+        )
+    if not is_candidate(node):
+        raise NotACandidate(
+            f"Memory {node.id} is not a candidate; it is an ordinary memory already."
+        )
+    return node
+
+
+def approve(store: AdminStore, node_id: str) -> Node:
+    """Make a current candidate an ordinary memory; errors in one sentence otherwise."""
+    node = store.get_node(node_id.strip())
+    if node is None:
+        raise StoreError(f"No memory with id {node_id!r}.")
+    approvable(node)
+    confirmed = confirm(store, node.id, "approved")
+    if confirmed is None:  # approved (or forgotten) by someone else meanwhile
+        raise NotACandidate(f"Memory {node.id} is not a candidate any more.")
+    return confirmed
+
+
+def approve_edited(store: AdminStore, new: Node) -> Node:
+    """The new version of an edited candidate: the user's correction is their approval."""
+    if not is_candidate(new):
+        return new
+    return confirm(store, new.id, "approved") or new

@@ -1,0 +1,458 @@
+"""Secret redaction: a catalogue of credential formats, labelled values and high-entropy tokens.
+
+Everything octygraph writes to disk (memories, traces, checkpoints, the manifest, exports, logs) passes
+through `redact_secrets` first, so a key pasted into a prompt never lands in a file. The catalogue follows
+the usual secret-scanner rule sets: provider tokens with a recognisable prefix, secrets after a label
+(`password: x`, `AccountKey=x`, `db_password=x`), passwords in URLs, and long random-looking tokens.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import re
+from collections import Counter
+from typing import Any, Final
+
+from octygraph.text.utf8 import valid_text
+
+REDACTED: Final = "[REDACTED]"
+
+# Whole-match secrets: provider keys and tokens with a recognisable shape.
+_TOKEN_PATTERNS: Final[tuple[str, ...]] = (
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
+    r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    r"\bsk-or-[A-Za-z0-9_-]{16,}",  # OpenRouter
+    r"\bsk-(?:ant-|proj-|svcacct-|live-)?[A-Za-z0-9_-]{20,}",  # OpenAI, Anthropic
+    r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe
+    r"\bwhsec_[A-Za-z0-9+/=]{24,}",  # Stripe webhook secret
+    r"\bpa-[A-Za-z0-9_-]{20,}",  # Voyage
+    r"\bgh[pousr]_[A-Za-z0-9]{30,}",  # GitHub
+    r"\bgithub_pat_[A-Za-z0-9_]{30,}",
+    r"\bgl(?:pat|dt|ptt|rt|cbt|imt|agent|oas|ft|soat)-[A-Za-z0-9_-]{20,}",  # GitLab
+    r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)[0-9A-Z]{16}\b",  # AWS ids
+    r"\bxox[abposre]-[A-Za-z0-9-]{10,}",  # Slack tokens
+    r"\bxapp-\d-[A-Za-z0-9-]{10,}",  # Slack app-level token
+    r"\bAIza[0-9A-Za-z_-]{35}\b",  # Google API key
+    r"\bya29\.[0-9A-Za-z_-]{20,}",  # Google OAuth access token
+    r"\bGOCSPX-[A-Za-z0-9_-]{20,}",  # Google OAuth client secret
+    r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
+    r"\bnpm_[A-Za-z0-9]{30,}",
+    r"\bpypi-[A-Za-z0-9_-]{40,}",  # package index upload token
+    r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",  # SendGrid
+    r"\b(?:AC|SK)[0-9a-fA-F]{32}\b",  # Twilio account SID / API key
+    r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b",  # Shopify
+    r"\bdo[opr]_v1_[a-f0-9]{64}\b",  # DigitalOcean
+    r"\bkey-[0-9a-f]{32}\b",  # Mailgun
+    r"\b[0-9a-f]{32}-us\d{1,2}\b",  # Mailchimp
+    r"\bsq0(?:atp|csp)-[0-9A-Za-z_-]{22,}",  # Square
+    r"\bdapi[a-f0-9]{32}(?:-\d)?\b",  # Databricks
+    r"\blin_(?:api|oauth)_[A-Za-z0-9]{32,}",  # Linear
+    r"\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}\b",  # Postman
+    r"\bdp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}",  # Doppler
+    r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}",  # Vault
+    r"\bpul-[a-f0-9]{40}\b",  # Pulumi
+    r"\bdt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}\b",  # Dynatrace
+    r"\bNRAK-[A-Z0-9]{27}\b",  # New Relic
+    r"\bgl(?:c|sa)_[A-Za-z0-9+/=_-]{32,}",  # Grafana
+    r"\bsbp_[a-f0-9]{40}\b",  # Supabase
+    r"\btskey-[a-z]+-[A-Za-z0-9-]{16,}",  # Tailscale
+    r"\bLTAI[A-Za-z0-9]{20}\b",  # Alibaba Cloud
+    r"\bFlyV1 [A-Za-z0-9+/=_,-]{20,}",  # Fly.io
+    r"\bfo1_[A-Za-z0-9_-]{40,}",
+    r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b",  # age
+    r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b",  # Telegram bot token
+    r"\b[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}",  # Azure AD client secret
+    r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWT
+    r"\bhttps://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+",
+    r"\bhttps://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]+",
+    r"\bhttps://[a-z0-9-]+\.webhook\.office\.com/[A-Za-z0-9/@_-]+",
+    # Any other "prefix_" token (Doppler dp_, ...): 24+ characters mixing upper and lower case
+    # letters and digits, which snake_case identifiers do not.
+    r"\b[a-z]{2,10}_(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Z])(?=[A-Za-z0-9_]*[a-z])"
+    r"[A-Za-z0-9_]{24,}",
+)
+_TOKENS: Final = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS), re.DOTALL)
+
+# Secrets after a label: the label stays, the value goes.
+_AUTH_HEADER: Final = re.compile(
+    r"(?i)\b((?:proxy-)?authorization\s*[:=]\s*[\"']?(?:basic|bearer|token|digest|negotiate|apikey)?"
+    r"\s*)([^\s\"',;]{6,})"
+)
+_BEARER: Final = re.compile(
+    r"(?i)\b((?:bearer|basic)\s+)(?=[A-Za-z._~-]*[0-9+/=])([A-Za-z0-9._~+/=-]{12,})"
+)
+# `scheme://user:password@host`, also with an empty user (`redis://:password@host`).
+_URL_PASSWORD: Final = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^:/\s@]*:)([^@\s/]+)(@)")
+# `scheme://token@host` (Sentry DSNs and the like): a long random user name is a key.
+_URL_TOKEN_USER: Final = re.compile(r"(\b[a-z][a-z0-9+.-]*://)([A-Za-z0-9_-]{16,})(@)")
+_ENV_ASSIGN: Final = re.compile(
+    r"\b([A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|CREDENTIALS?|DSN|AUTH)\s*[=:]\s*)"
+    r"(\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"]+)"
+)
+# `db_password=x`, `AccountKey=x;`, `client-secret: x`, `"api_key": "x"`: any case, any separator.
+# After a label that always names a secret any value goes; after a weaker one (`sort_key=`,
+# `auth=`) only a value that looks like a key.
+_STRONG_LABEL: Final = (
+    r"[\w.-]*(?:password|passwd|pwd|secret|token|credentials?|api[_-]?key|access[_-]?key|"
+    r"private[_-]?key|account[_-]?key|shared[_-]?access[_-]?key|client[_-]?secret)"
+)
+_WEAK_LABEL: Final = r"[\w.-]*(?:key|auth|sig|signature|pass|dsn)"
+_ASSIGN_VALUE: Final = r"[\"']?\s*(?:=|:|=>)\s*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s'\";,&]+)"
+_KEY_ASSIGN: Final = re.compile(rf"(?i)(\b{_STRONG_LABEL}{_ASSIGN_VALUE}")
+_WEAK_ASSIGN: Final = re.compile(rf"(?i)(\b{_WEAK_LABEL}{_ASSIGN_VALUE}")
+_LABELLED: Final = re.compile(
+    r"(?i)\b((?:pass(?:word|phrase|wd)?|pwd|secret|api[ _-]?key|access[ _-]?(?:token|key)|"
+    r"auth[ _-]?token|private[ _-]?key|secret[ _-]?key|token)"
+    r"(?:\s+(?:for|of|on|in|to)\s+(?:the\s+)?[\w.-]+(?:\s+[\w.-]+)?){0,2}"
+    r"\s*(?:[:=]|\bis\b|\bwas\b)\s*)(\"[^\"]+\"|'[^']+'|\S+)"
+)
+# "password hunter2": a label then, with no separator, a value that is plainly not a word.
+_BARE_LABEL: Final = re.compile(
+    r"(?i)\b((?:password|passwd|passphrase|pwd|api[ _-]?key|secret|token)\s+)"
+    r"(?=\S*[\d!@#$%^&*+=~?])(?![\d.,:]+(?:\s|$))([^\s\"',;]{6,})"
+)
+# "The password is stored in the vault" names no secret: these words are not values.
+_NOT_A_VALUE: Final = frozenset(
+    """stored kept saved set in on at the a an not missing wrong correct incorrect expired changed
+    reset same different empty too very managed rotated located required needed available
+    somewhere here there shared secret private public valid invalid weak strong long short
+    provided attached below above listed pinned now still also only true false none null yes no""".split()
+)
+# Password flags, where the command makes `-p` a password rather than a port or a plugin
+# (`docker run -p 8080:80`, `pytest -p no:cacheprovider`, `ssh -p 2222` keep theirs).
+_CMD_END: Final = r"[^\n|;&]{0,200}?\s"
+_MYSQL: Final = r"\b(?:mysql\w*|mariadb[\w-]*)\b"
+_FLAG_VALUE: Final = r"(?=[^\s-])(\"[^\"\n]*\"|'[^'\n]*'|\S+)"
+_FLAG_ATTACHED: Final = re.compile(rf"({_MYSQL}{_CMD_END}-p){_FLAG_VALUE}")  # mysql -psecret
+_FLAG_SPACED: Final = re.compile(
+    rf"(\b(?:sshpass|mongo\w*|(?:docker|podman|buildah|skopeo|nerdctl)\s+login)\b{_CMD_END}-p\s+"
+    rf"|\b(?:plink|pscp|psftp)\b{_CMD_END}-pw\s+|\bredis-cli\b{_CMD_END}-a\s+"
+    rf"|--pass(?:word|wd)?(?:\s+|=)){_FLAG_VALUE}"
+)
+# `mysql -p name` names a database after prompting for the password: a value there is a password
+# only when it looks like one (`mysql -u root -p s3cr3tPass`).
+_MYSQL_SPACED: Final = re.compile(rf"({_MYSQL}{_CMD_END}-p\s+){_FLAG_VALUE}")
+# A user and password pair: `admin / Hunter2x!`, `deploy:s3cr3tPass`, `root:pw@host`.
+_PAIR: Final = re.compile(
+    r"(?<![\w/:@.$%-])([A-Za-z][\w.@+-]{0,63}(?:\s+/\s+|/|:))([^\s/:'\"@]{4,}?)(?=[.,;)]*(?:\s|$))"
+)
+_AT_PAIR: Final = re.compile(r"(?<![\w/:.-])([A-Za-z][\w.-]{0,63}:)([^\s:/@]+)(@[\w-]+\.[\w.-]+)")
+# Words that announce a user and password pair just before it: "login is", "creds:", "curl -u".
+_PAIR_CUE: Final = re.compile(
+    r"(?i)(?:\b(?:(?P<strong>log[- ]?ins?|creds|credentials?|sign[- ]?ins?)|accounts?|users?"
+    r"|user[- ]?names?|auth)\b(?P<gap>[^.\n!?]{0,40})|(?:^|\s)(?:-u|--user)(?:\s+|=))$"
+)
+_ENDS_AS_LABEL: Final = re.compile(r"(?i)(?:[:=]|\bis|\bare|\bwas|\bwere)\s*$")
+_ACCOUNTS: Final = frozenset(
+    """root admin administrator deploy deployer sa guest superuser vagrant pi dbadmin ec2-user
+    sysadmin webadmin ftpuser""".split()
+)
+_FIELD_WORDS: Final = frozenset(
+    """password passwords pass passwd pwd passphrase pw secret token key login user username email
+    pin code""".split()
+)
+_VERSION: Final = re.compile(r"v?\d[\w.+-]*")
+"""`16-alpine`, `3.12-slim`, `v2.1`: an image tag or version after a colon, not a password."""
+_HIGH_ENTROPY: Final = re.compile(r"(?<![\w/+=.-])[A-Za-z0-9+/_=-]{32,}(?![\w/+=-])")
+"""A long run of key-like characters; kept unless it looks random (see `_looks_random`)."""
+
+
+def _entropy(text: str) -> float:
+    counts = Counter(text)
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
+
+
+def _looks_random(token: str) -> bool:
+    """A key, not a word, path or hash: mixed case and digits, and high character entropy."""
+    core = token.strip("=")
+    if len(core) < 32 or REDACTED.strip("[]") in core:
+        return False
+    classes = sum(
+        (
+            any(c.islower() for c in core),
+            any(c.isupper() for c in core),
+            any(c.isdigit() for c in core),
+        )
+    )
+    # CamelCase names ("ImportantClassNameForTheService2024") are mostly runs of lower-case letters.
+    worded = sum(
+        len(run)
+        for run in re.findall(r"[a-z]{4,}", core)
+        if sum(c in "aeiouy" for c in run) >= 0.25 * len(run)  # a word, not random letters
+    )
+    return (
+        classes == 3
+        and sum(c.isdigit() for c in core) >= 2
+        and worded <= 0.4 * len(core)
+        and _entropy(core) >= 4.2
+    )
+
+
+_PLACEHOLDER: Final = re.compile(
+    r"<.*|\$\{?[A-Za-z_]\w*\}?|\{\{.*|%[A-Za-z_]\w*%|[\d.,:]+|\*+|x+|\.+", re.IGNORECASE
+)
+"""Not a value: <your key>, ${API_KEY}, {{ secret }}, %PASSWORD%, a number, ***."""
+
+
+def _plain_value(value: str) -> bool:
+    """Not a secret: empty, a placeholder, a number, or a word such as `true` or `stored`."""
+    bare = value.strip("\"'")
+    return (
+        not bare
+        or REDACTED in bare
+        or bare.lower() in _NOT_A_VALUE
+        or _PLACEHOLDER.fullmatch(bare) is not None
+    )
+
+
+def _assigned_plain(value: str) -> bool:
+    """Not a secret after `=`: a placeholder, a number or a flag word; "secret" itself is one."""
+    bare = value.strip("\"'")
+    return (
+        not bare
+        or REDACTED in bare
+        or bare.lower() in {"true", "false", "none", "null", "yes", "no", "on", "off"}
+        or _PLACEHOLDER.fullmatch(bare) is not None
+    )
+
+
+def _secret_like(value: str) -> bool:
+    """Whether a value after a weak label (`sort_key=created_at` is not) holds a secret."""
+    bare = value.strip("\"'")
+    if _plain_value(value):
+        return False
+    if any(c in "!@#$%^&*+=~?/" for c in bare):
+        return True
+    return (any(c.isdigit() for c in bare) and len(bare) >= 6) or _looks_random(bare)
+
+
+def _strong(value: str) -> bool:
+    """A password on its own: letters and digits, and mixed case or a symbol (`s3cr3tPass`)."""
+    has = any(c.isalpha() for c in value) and any(c.isdigit() for c in value)
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    return len(value) >= 6 and has and (mixed or any(c in "!@#$%^&*+=~?" for c in value))
+
+
+def _pair_password(text: str, match: re.Match[str]) -> bool:
+    """Whether `match` (user, separator, value) is a user and password pair to redact."""
+    user_sep, value = match.group(1), match.group(2)
+    user = user_sep.rstrip(" /:")
+    sep = user_sep[len(user) :]
+    if value.lower() in _FIELD_WORDS or _plain_value(value) or _VERSION.fullmatch(value):
+        return False
+    cue = _PAIR_CUE.search(text[max(0, match.start() - 60) : match.start()])
+    cued = cue is not None
+    if sep.strip() == "/":  # `input/output`, `src/main`: a slash pairs only after a cue
+        # After "login is" or "creds for X:" any value is the password; after a weaker cue
+        # ("the users are alice / bob") only one that looks like a password.
+        gap = (cue.group("gap") or "") if cue else ""
+        labelled = (
+            cue is not None
+            and cue.group("strong") is not None
+            and (not gap.strip() or _ENDS_AS_LABEL.search(gap) is not None)
+        )
+        return cued and ((" " in sep and labelled) or _secret_like(value) or _strong(value))
+    if cued or user.lower() in _ACCOUNTS:
+        return _secret_like(value) or (any(c.isdigit() for c in value) and len(value) >= 4)
+    return _strong(value)
+
+
+def _labelled(match: re.Match[str]) -> str:
+    label, value = match.group(1), match.group(2)
+    bare = value.strip("\"'.,;")
+    is_phrase = re.search(r"(?i)\b(?:is|was)\s*$", label) is not None
+    if value[:1] in "\"'":  # a quoted word is the value itself: 'the password is "secret"'
+        plain = _assigned_plain(bare)
+    else:
+        plain = _plain_value(bare) and (is_phrase or bare.lower() != "secret")
+    if plain:
+        return match.group(0)
+    if is_phrase and value[:1] not in "\"'":
+        # After "is", only redact what looks like a secret, not an ordinary word.
+        low = bare.lower()
+        if low in _NOT_A_VALUE or (
+            bare.isalpha() and (low.endswith(("ed", "ing")) or len(bare) < 4)
+        ):
+            return match.group(0)
+    trail = value[len(value.rstrip(".,;")) :] if value[:1] not in "\"'" else ""
+    return f"{label}{REDACTED}{trail}"
+
+
+def redact_secrets(text: str) -> tuple[str, int]:
+    """Replace secrets in `text` with `[REDACTED]`.
+
+    Covers provider keys and tokens (AWS, GitHub, GitLab, Slack, Stripe, SendGrid, Twilio, Google,
+    package-index tokens, ...), webhooks, JWTs, PEM private keys, Authorization headers, passwords in
+    URLs and DSNs, `NAME_KEY=value` / `db_password=value` / `AccountKey=value` assignments,
+    "password: x" / "password is x" / "password x", and long random-looking tokens.
+
+    Returns:
+        The redacted text and the number of secrets replaced.
+    """
+    if not text:
+        return text, 0
+    text = valid_text(text)  # what is redacted gets written: lone surrogates cannot be
+    count = 0
+
+    def sub(pattern: re.Pattern[str], repl: str, value: str) -> str:
+        nonlocal count
+        value, n = pattern.subn(repl, value)
+        count += n
+        return value
+
+    def keep_label(
+        pattern: re.Pattern[str], value: str, test: bool = False, flag: bool = False
+    ) -> str:
+        def repl(match: re.Match[str]) -> str:
+            nonlocal count
+            secret = match.group(2)
+            # After `=` or a password flag the value is the value: "secret" itself is one; after a
+            # colon too, though "password: stored in the vault" says where it is.
+            sep = match.group(1).rstrip(" \"'")[-1:]
+            if test:
+                plain = _plain_value(secret)
+            elif flag or sep == "=":
+                plain = _assigned_plain(secret)
+            else:
+                plain = _plain_value(secret) and secret.strip("\"'").lower() != "secret"
+            if plain or (test and not _secret_like(secret)):
+                return match.group(0)
+            count += 1
+            quote = secret[0] if secret[:1] in "\"'" and secret[-1:] == secret[:1] else ""
+            return f"{match.group(1)}{quote}{REDACTED}{quote}"
+
+        return pattern.sub(repl, value)
+
+    text = sub(_TOKENS, REDACTED, text)
+    text = sub(_URL_PASSWORD, rf"\g<1>{REDACTED}\g<3>", text)
+    text = sub(_URL_TOKEN_USER, rf"\g<1>{REDACTED}\g<3>", text)
+    text = sub(_AT_PAIR, rf"\g<1>{REDACTED}\g<3>", text)
+    text = keep_label(_FLAG_ATTACHED, text, flag=True)
+    text = keep_label(_FLAG_SPACED, text, flag=True)
+    text = keep_label(_MYSQL_SPACED, text, test=True)
+
+    def pair(match: re.Match[str]) -> str:
+        nonlocal count
+        if not _pair_password(match.string, match):
+            return match.group(0)
+        count += 1
+        return f"{match.group(1)}{REDACTED}"
+
+    text = _PAIR.sub(pair, text)
+    text = keep_label(_AUTH_HEADER, text)
+    text = keep_label(_BEARER, text)
+    text = keep_label(_ENV_ASSIGN, text)
+    text = keep_label(_KEY_ASSIGN, text)
+    text = keep_label(_WEAK_ASSIGN, text, test=True)
+
+    def labelled(match: re.Match[str]) -> str:
+        nonlocal count
+        out = _labelled(match)
+        count += out != match.group(0)
+        return out
+
+    text = _LABELLED.sub(labelled, text)
+    text = keep_label(_BARE_LABEL, text)
+
+    def entropy(match: re.Match[str]) -> str:
+        nonlocal count
+        if not _looks_random(match.group()):
+            return match.group()
+        count += 1
+        return REDACTED
+
+    text = _HIGH_ENTROPY.sub(entropy, text)
+    return text, count
+
+
+def has_secret(text: str) -> bool:
+    """Whether `text` holds anything `redact_secrets` would replace."""
+    return redact_secrets(text)[1] > 0
+
+
+def _random_word(token: str) -> bool:
+    """A 12+ character token that mixes letters and digits at random: a password or key.
+
+    Names carry digits in one place ("Windows11Pro", "ISO27001"); keys switch between letters and
+    digits again and again, or hold symbols.
+    """
+    if (
+        len(token) < 12
+        or not any(c.isdigit() for c in token)
+        or not any(c.isalpha() for c in token)
+    ):
+        return False
+    if max(len(part) for part in re.split(r"[-_.:/]", token)) < 10:
+        return False  # short parts joined up: a model or version name such as gpt-4o-2024-07-18
+    if any(not c.isalnum() and c not in "-_.:/" for c in token):
+        return True
+    switches = sum(a.isdigit() != b.isdigit() for a, b in zip(token, token[1:], strict=False))
+    # Names are made of words: most of their letters stand in runs of lower-case letters.
+    worded = sum(
+        len(run)
+        for run in re.findall(r"[a-z]{3,}", token)
+        if sum(c in "aeiouy" for c in run) >= 0.3 * len(run)  # a syllable, not random letters
+    )
+    mixed = any(c.isupper() for c in token) and any(c.islower() for c in token)
+    return switches >= 5 or (mixed and len(token) >= 16 and worded < 0.4 * len(token))
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a would-be entity name is a redaction mark or itself a secret: never an entity."""
+    name = name.strip()
+    return (
+        "REDACTED" in name.upper()
+        or has_secret(name)
+        or any(_random_word(token) or _symbol_password(token) for token in name.split())
+    )
+
+
+def redacted_away(name: str, raw: str, clean: str) -> bool:
+    """Whether redacting `raw` into `clean` took `name` out: a password, however plain it reads."""
+    name = name.strip()
+    return bool(name) and name in raw and name not in clean
+
+
+def _symbol_password(token: str) -> bool:
+    """`Hunter2x!`, `Tr0ub4dor&3`: letters, digits and a symbol no name is written with."""
+    return _strong(token) and any(c in "!#$%^&*+=~?" for c in token)
+
+
+@functools.lru_cache(maxsize=4096)
+def _redacted_short(text: str) -> str:
+    return redact_secrets(text)[0]
+
+
+def redact_deep(value: Any) -> Any:
+    """`value` (JSON-like: dicts, lists, strings) with every string redacted, keys included."""
+    if isinstance(value, str):
+        # A trace repeats its keys and the memories it retrieved (so do the next runs' traces).
+        return _redacted_short(value) if len(value) <= 2000 else redact_secrets(value)[0]
+    if isinstance(value, dict):
+        return {redact_deep(k): redact_deep(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_deep(v) for v in value]
+    return value
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts secrets from every record before a handler writes it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:
+            return True
+        clean, count = redact_secrets(message)
+        if count:
+            record.msg, record.args = clean, ()
+        return True
+
+
+def redact_logs() -> None:
+    """Put `RedactingFilter` on every handler of the root logger (the service log, stderr)."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
