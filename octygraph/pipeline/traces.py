@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,16 +49,23 @@ def write_trace(debug_dir: Path, trace: dict[str, Any]) -> Path:
     return path
 
 
-def list_traces(debug_dir: Path, limit: int = 20) -> list[dict[str, Any]]:
-    """Newest first: id, time, prompt preview, mode, stored count, context size."""
+def read_trace_files(debug_dir: Path, limit: int) -> Iterator[tuple[Path, Any]]:
+    """The newest `limit` trace files and their parsed JSON, newest first; unreadable files are
+    skipped (a missing folder has none)."""
     if not debug_dir.is_dir():
-        return []
-    rows = []
+        return
     for path in sorted(debug_dir.glob("*.json"), reverse=True)[:limit]:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
+        yield path, data
+
+
+def list_traces(debug_dir: Path, limit: int = 20) -> list[dict[str, Any]]:
+    """Newest first: id, time, prompt preview, mode, stored count, context size."""
+    rows = []
+    for path, data in read_trace_files(debug_dir, limit):
         rows.append(
             {
                 "trace_id": data.get("trace_id", path.stem),

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from octygraph.pipeline.traces import TraceNotFound, load_trace
+from octygraph.pipeline.traces import TraceNotFound, load_trace, read_trace_files
 from octygraph.store import NODE_TYPES, AdminStore, Node
 
 MAX_TRACES = 1000
@@ -17,14 +16,8 @@ MAX_TRACES = 1000
 
 def read_traces(debug_dir: Path, limit: int = MAX_TRACES) -> list[dict[str, Any]]:
     """Whole traces, newest first; unreadable files are skipped."""
-    if not debug_dir.is_dir():
-        return []
     out = []
-    for path in sorted(debug_dir.glob("*.json"), reverse=True)[:limit]:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
+    for path, data in read_trace_files(debug_dir, limit):
         if isinstance(data, dict):
             data.setdefault("trace_id", path.stem)
             out.append(data)
