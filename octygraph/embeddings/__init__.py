@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -161,17 +162,31 @@ class VoyageAdapter(Embeddings):
         return self.embed_array([text])[0].tolist()
 
 
-_LOCAL: LocalEmbeddings | None = None
-_LOCAL_LOCK = threading.Lock()
+T = TypeVar("T")
+
+
+class OnFirstUse(Generic[T]):
+    """One value for the whole process, made by `make` on first use. Made under a lock, so threads
+    asking at once make it once; a `make` that raises leaves it unmade, to be tried on the next use."""
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make = make
+        self._value: T | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> T:
+        with self._lock:
+            if self._value is None:
+                self._value = self._make()
+            return self._value
+
+
+_LOCAL = OnFirstUse(LocalEmbeddings)
 
 
 def local_embeddings() -> LocalEmbeddings:
     """The process-wide local model (loaded lazily on first use)."""
-    global _LOCAL
-    with _LOCAL_LOCK:
-        if _LOCAL is None:
-            _LOCAL = LocalEmbeddings()
-        return _LOCAL
+    return _LOCAL.get()
 
 
 def make_embeddings(settings: Settings) -> LocalEmbeddings | VoyageAdapter:

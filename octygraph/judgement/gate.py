@@ -17,6 +17,7 @@ from typing import Final
 
 import numpy as np
 
+from octygraph.embeddings import OnFirstUse
 from octygraph.embeddings.local import cached_local_embed
 from octygraph.judgement.decoration import plain_reply
 from octygraph.judgement.linear import (
@@ -167,14 +168,9 @@ class StorageGate:
         return verdicts
 
 
-_GATE: StorageGate | None = None
-_GATE_LOCK = threading.Lock()
+_GATE = OnFirstUse(lambda: StorageGate.load(cached_local_embed))
 
 
 def storage_gate() -> StorageGate:
     """The process-wide gate over the local embedding model (loaded on first use)."""
-    global _GATE
-    with _GATE_LOCK:
-        if _GATE is None:
-            _GATE = StorageGate.load(cached_local_embed)
-        return _GATE
+    return _GATE.get()

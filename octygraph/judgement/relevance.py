@@ -12,13 +12,13 @@ from __future__ import annotations
 import functools
 import math
 import re
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 
+from octygraph.embeddings import OnFirstUse
 from octygraph.embeddings.local import cached_local_embed
 from octygraph.judgement.linear import Logistic, load_logistic, model_arrays
 from octygraph.judgement.segments import segments
@@ -220,14 +220,9 @@ class RelevanceModel:
         return p, rules_triggered(memories, rows)
 
 
-_MODEL: RelevanceModel | None = None
-_MODEL_LOCK = threading.Lock()
+_MODEL = OnFirstUse(lambda: RelevanceModel.load(cached_local_embed))
 
 
 def relevance_model() -> RelevanceModel:
     """The process-wide relevance model over the local embedding model (loaded on first use)."""
-    global _MODEL
-    with _MODEL_LOCK:
-        if _MODEL is None:
-            _MODEL = RelevanceModel.load(cached_local_embed)
-        return _MODEL
+    return _MODEL.get()
