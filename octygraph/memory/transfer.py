@@ -75,13 +75,7 @@ class ImportResult:
     superseded: int
 
     def to_dict(self) -> dict[str, int]:
-        return {
-            "nodes_added": self.nodes_added,
-            "nodes_skipped": self.nodes_skipped,
-            "edges_added": self.edges_added,
-            "edges_skipped": self.edges_skipped,
-            "superseded": self.superseded,
-        }
+        return dataclasses.asdict(self)
 
 
 # ---------------------------------------------------------------------------------------------- export
