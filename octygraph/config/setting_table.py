@@ -78,11 +78,6 @@ class Setting:
         self.secret = secret
         self.dotenv = dotenv  # also read from `.env` in the working folder or its parent
 
-    @property
-    def service_depends(self) -> bool:
-        """A running service started with another value must be replaced."""
-        return self.scope == "service"
-
     def parse(self, env: Mapping[str, str]) -> Any:
         """The parsed value from `env` (empty or unset means the default).
 

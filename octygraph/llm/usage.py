@@ -130,11 +130,6 @@ class UsageTracker:
         with self._lock:
             return sum(b.calls for b in self._buckets.values())
 
-    def total_cost(self) -> float | None:
-        """Total USD over priced calls, or None when nothing was priced."""
-        total = self.to_dict()["total"]["cost_usd"]
-        return float(total) if total is not None else None
-
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """`{layer: {provider, model, calls, input_tokens, output_tokens, cost_usd, priced,
         models}, "total": {...}}`; layers without calls are left out."""

@@ -788,10 +788,6 @@ ENTITY_NAME_UNIQUE = (
 """One current entity per name, whatever its case."""
 
 
-def _prefixed(alias: str) -> str:
-    return ", ".join(f"{alias}.{c.strip()}" for c in _NODE_COLS.split(","))
-
-
 def _split_sql(script: str) -> list[str]:
     """Split a DDL script into statements, keeping trigger bodies whole."""
     statements: list[str] = []

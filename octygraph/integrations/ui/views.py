@@ -165,11 +165,6 @@ class Filters:
     until: str = ""
     status: str = "current"  # current, archived, all
 
-    def query_string(self) -> str:
-        from urllib.parse import urlencode
-
-        return urlencode({k: v for k, v in self.__dict__.items() if v})
-
 
 def list_memories(
     store: AdminStore, f: Filters, limit: int = 100
@@ -227,14 +222,6 @@ def _keep(node: Node, types: list[str] | None, since: str | None, until: str | N
     if since and node.created_at < since:
         return False
     return not (until and node.created_at > until)
-
-
-def entity_of(store: AdminStore, node: Node) -> list[Node]:
-    """The entities a memory is linked to."""
-    others = {
-        e.target_id if e.source_id == node.id else e.source_id for e in store.edges_of(node.id)
-    }
-    return [n for n in store.get_nodes(others) if n.node_type == "entity"]
 
 
 def type_counts(store: AdminStore) -> dict[str, int]:
