@@ -116,3 +116,24 @@ def test_a_prompt_is_never_given_back_what_it_says_itself(store: MemoryStore) ->
     assert given(told.lower() + ".") == []
     assert given(f"{told}, and keep the docs short") == []
     assert given("Which integration patterns do we use for development with MCP?") == [told]
+
+
+def test_a_prompt_that_says_a_memory_again_in_other_words_is_not_given_it(
+    store: MemoryStore,
+) -> None:
+    """Said again in other words (the store half's test of a restatement: close in meaning, no name or
+    number the prompt lacks), a memory would only echo the prompt; asked about, it is what it needs."""
+    told = "The staging database is refreshed from production every Monday night"
+    records = writes.store_memory(
+        store, node_type="fact", content=told, grounding_text=told, run_id="earlier"
+    ).records
+
+    def given(prompt: str) -> list[str]:
+        sections = collect(store, prompt, records, TODAY, offline=True, run_id="now")
+        return [r["content"] for section in sections.values() for r in section]
+
+    said = "FYI the staging database is refreshed from production every Monday night, so keep that in mind"
+    assert given(said) == []
+    assert given("Is the staging database refreshed from production every Monday night?") == [told]
+    # Another night is another fact: not the same memory said again.
+    assert given(said.replace("Monday", "Friday")) == [told]

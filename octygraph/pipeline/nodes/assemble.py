@@ -15,8 +15,9 @@ from octygraph.memory.candidates import is_candidate
 from octygraph.pipeline.context import Context
 from octygraph.pipeline.nodes._common import timed
 from octygraph.pipeline.state import PipelineState, Record
-from octygraph.pipeline.tools.writes import written_by
+from octygraph.pipeline.tools.writes import RESTATEMENT_COSINE, key_tokens, written_by
 from octygraph.store import GraphStore
+from octygraph.text.words import QUESTION_START
 
 SECTION_ORDER = ("instructions", "facts", "events", "plans", "relationships", "entities")
 """Order in the injected text, which is also the order the budget is filled in."""
@@ -64,6 +65,24 @@ def _plain(text: str) -> str:
     return f" {' '.join(_WORDS.findall(text.casefold()))} "
 
 
+def _says_again(
+    content: str, cosine: float | None, said: str, said_keys: set[str], asks: bool
+) -> bool:
+    """Whether the prompt says this memory again: word for word, or, when it does not ask, close in
+    meaning and naming no name or number the prompt does not (the store half's test of a restatement).
+    The store half confirms or counts such a memory; giving it back would only echo the prompt, and
+    whether it did would depend on which half got there first. A question close to a memory is asking
+    for it."""
+    if _plain(content) in said:
+        return True
+    return (
+        not asks
+        and cosine is not None
+        and cosine >= RESTATEMENT_COSINE
+        and key_tokens(content) <= said_keys
+    )
+
+
 def collect(
     store: GraphStore,
     prompt: str,
@@ -102,14 +121,20 @@ def collect(
     # Superseded or deleted since the tool saw them, or written by this very run (its store half runs
     # alongside): ask the store, the only source of truth. What the prompt itself says is left out
     # too, whether or not the store half has got to it yet (a candidate restated, still unconfirmed).
-    said = _plain(prompt)
-    nodes = {
-        n.id: n
+    said, said_keys = _plain(prompt), key_tokens(prompt)
+    asks = prompt.rstrip().endswith("?") or QUESTION_START.match(prompt.lstrip()) is not None
+    fresh = [
+        n
         for n in store.get_nodes(merged)
         if not n.superseded_by
         and n.node_type != "entity"
         and not (run_id is not None and written_by(n, run_id))
-        and _plain(n.content) not in said
+    ]
+    cosines = store.cosines(store.embed_query(prompt), [n.id for n in fresh]) if fresh else {}
+    nodes = {
+        n.id: n
+        for n in fresh
+        if not _says_again(n.content, cosines.get(n.id), said, said_keys, asks)
     }
     if not nodes:
         return {}
