@@ -7,7 +7,7 @@ grounded in the user's words). In a replay (`Context.read_only`) nothing is writ
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from functools import partial
 
 from langchain_core.tools import tool
 from langgraph.prebuilt import ToolRuntime
@@ -22,11 +22,10 @@ def _grounding(runtime: ToolRuntime[Context]) -> str:
     return str(state.get("prompt", ""))
 
 
-def _write(
-    runtime: ToolRuntime[Context], write: Callable[..., ToolResult], **fields: Any
-) -> Artifact:
-    """`write` into the run's store, checked against the prompt and the run's injection finding, stamped
-    with the run's id; in a replay nothing is written."""
+def _write(runtime: ToolRuntime[Context], write: Callable[..., ToolResult]) -> Artifact:
+    """`write` (a write of `writes` with its own fields bound, `functools.partial` checks them) into the
+    run's store, checked against the prompt and the run's injection finding, stamped with the run's id;
+    in a replay nothing is written."""
     ctx = runtime.context
     if ctx.read_only:
         return "Replay: nothing stored.", []
@@ -35,7 +34,6 @@ def _write(
         grounding_text=_grounding(runtime),
         injection=ctx.injection,
         run_id=ctx.run_id,
-        **fields,
     )
     return result.text, result.records
 
@@ -76,18 +74,20 @@ def store_memory(
     ctx = runtime.context
     return _write(
         runtime,
-        writes.store_memory,
-        node_type=type,
-        content=content,
-        subtype=subtype,
-        valid_from=valid_from,
-        entity_ids=entity_ids or [],
-        edge_type=edge_type,
-        salience=salience,
-        # The model may not upgrade what the assistant said (the Stop hook) to the user's words.
-        source="claude" if ctx.source == "claude" or source == "claude" else ctx.source,
-        scope=scope,
-        related_ids=related_ids or [],
+        partial(
+            writes.store_memory,
+            node_type=type,
+            content=content,
+            subtype=subtype,
+            valid_from=valid_from,
+            entity_ids=entity_ids or [],
+            edge_type=edge_type,
+            salience=salience,
+            # The model may not upgrade what the assistant said (the Stop hook) to the user's words.
+            source="claude" if ctx.source == "claude" or source == "claude" else ctx.source,
+            scope=scope,
+            related_ids=related_ids or [],
+        ),
     )
 
 
@@ -101,8 +101,10 @@ def supersede_memory(old_id: str, new_content: str, runtime: ToolRuntime[Context
     """
     return _write(
         runtime,
-        writes.supersede_memory,
-        old_id=old_id,
-        new_content=new_content,
-        source=runtime.context.source,
+        partial(
+            writes.supersede_memory,
+            old_id=old_id,
+            new_content=new_content,
+            source=runtime.context.source,
+        ),
     )
