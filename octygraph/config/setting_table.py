@@ -188,6 +188,11 @@ def value(name: str, env: Mapping[str, str]) -> Any:
     return BY_NAME[name].parse(env)
 
 
+START_BUDGET_S = 8.0
+"""SessionStart answers within this from the hook's start, whatever `OCTY_HOOK_BUDGET_S` says (Claude Code
+gives that hook 10 s). Kept here, where the stdlib-only thin client can read it too."""
+
+
 def default(name: str) -> Any:
     """The parsed default of one variable."""
     return BY_NAME[name].parse({})

@@ -30,6 +30,7 @@ import time
 from _socket import AF_UNIX, SOCK_STREAM
 from _socket import socket as unix_socket
 
+from octygraph.config import setting_table as table
 from octygraph.service import protocol
 
 # Not `typing.TYPE_CHECKING` (see protocol): the client imports only what it needs on every prompt.
@@ -49,8 +50,7 @@ CONNECT_TIMEOUT_S = 0.5
 STATUS_TIMEOUT_S = 2.0
 HANDOFF_BUDGET_S = 0.25
 """A hand-off hook (stop, session-end) returns within this, from process start."""
-START_BUDGET_S = 8.0
-"""SessionStart returns within this, from process start (as `octygraph.session.hooks.START_BUDGET_S`)."""
+START_BUDGET_S = table.START_BUDGET_S
 HANDOFF_ACK_S = 0.12
 """How long a hand-off waits for the service's receipt before spooling the payload."""
 EXIT_MARGIN_S = 0.05
@@ -727,9 +727,7 @@ def _session_id(raw: bytes) -> str:
 
 def client_notice(env: Mapping[str, str], home: str | Path) -> str:
     """What is wrong that the client can see cheaply: a bad setting, a home it cannot write."""
-    from octygraph.config import setting_table
-
-    problems = setting_table.problems(env)
+    problems = table.problems(env)
     if problems:
         return f"memory is off: {problems[0]}"
     problem = home_problem(home)

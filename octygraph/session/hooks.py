@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from octygraph.claude import hook_io, modes
+from octygraph.config import setting_table as table
 from octygraph.config.private import private_mkdir
 from octygraph.config.settings import Settings, is_folder
 from octygraph.pipeline.run_bookkeeping import after_run
@@ -43,8 +44,7 @@ KEPT_S = 2.0
 call, bounded by it) ends this much before the budget, on top of `ANSWER_MARGIN_S`. On a loaded machine
 the answer still goes out in time."""
 MIN_RUN_S = 0.05
-START_BUDGET_S = 8.0
-"""SessionStart answers within this from the hook's start (installed with Claude Code's 10 s timeout)."""
+START_BUDGET_S = table.START_BUDGET_S
 
 
 def _read_only(settings: Settings) -> bool:
