@@ -23,7 +23,7 @@ from octygraph.embeddings.local import cached_local_embed
 from octygraph.judgement.linear import Logistic, load_logistic, model_arrays
 from octygraph.judgement.segments import segments
 from octygraph.judgement.topics import TOPICS, topic_spread
-from octygraph.text.words import QUESTION_START, content_stems
+from octygraph.text.words import content_stems, reads_as_question
 
 RELEVANCE_FILE: Final = "relevance.npz"
 MAX_PROMPT_SEGMENTS: Final = 16
@@ -127,7 +127,7 @@ def relevance_features(
     machine_share = (sum(s.machine for s in segs) / len(segs)) if segs else 0.0
     shape = [
         1.0 if len(words) <= 4 else 0.0,
-        1.0 if (QUESTION_START.match(prompt.lstrip()) or prompt.rstrip().endswith("?")) else 0.0,
+        1.0 if reads_as_question(prompt) else 0.0,
         machine_share,
         1.0 if _REFERS_BACK.search(prompt) else 0.0,
     ]

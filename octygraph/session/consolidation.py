@@ -288,9 +288,9 @@ def record_judged(
     usage report when one is configured; the trace's id, or None when the judge made no call.
 
     Best effort: a failure is logged, never raised (the session is settled either way)."""
-    usage = judge.usage.to_dict()
     if not judge.usage.calls:
         return None
+    usage = judge.usage.to_dict()
     trace_id = new_trace_id()
     try:
         write_trace(

@@ -39,6 +39,12 @@ QUESTION_START: Final = rx(
 """How a question begins ("what ...", "is ...", "any idea ..."): the one question test of the learned
 models' features (on lower-cased text; the no-LLM analysis adds word-order checks, `analysis._is_question`)."""
 
+
+def reads_as_question(text: str) -> bool:
+    """Whether `text` begins as a question (`QUESTION_START`) or ends with a question mark."""
+    return text.rstrip().endswith("?") or QUESTION_START.match(text.lstrip()) is not None
+
+
 WORD: Final = re.compile(r"[^\W_](?:[\w'’./+#&-]*[^\W_])?[+#]*")
 """A word token: letters/digits, keeping inner apostrophes, dots, dashes ("don't", "Node.js")."""
 

@@ -17,7 +17,7 @@ from octygraph.pipeline.nodes._common import timed
 from octygraph.pipeline.state import PipelineState, Record
 from octygraph.pipeline.tools.writes import RESTATEMENT_COSINE, key_tokens, written_by
 from octygraph.store import GraphStore
-from octygraph.text.words import QUESTION_START
+from octygraph.text.words import reads_as_question
 
 SECTION_ORDER = ("instructions", "facts", "events", "plans", "relationships", "entities")
 """Order in the injected text, which is also the order the budget is filled in."""
@@ -68,8 +68,9 @@ def _plain(text: str) -> str:
 def _says_again(
     content: str, cosine: float | None, said: str, said_keys: set[str], asks: bool
 ) -> bool:
-    """Whether the prompt says this memory again: word for word, or, when it does not ask, close in
-    meaning and naming no name or number the prompt does not (the store half's test of a restatement).
+    """Whether the prompt says this memory again: word for word, or, when it does not ask, above the
+    store half's restatement cosine and naming no name or number the prompt does not (the prompt may
+    say more, so its key tokens hold the memory's rather than equal them as in `is_restatement`).
     The store half confirms or counts such a memory; giving it back would only echo the prompt, and
     whether it did would depend on which half got there first. A question close to a memory is asking
     for it."""
@@ -122,7 +123,7 @@ def collect(
     # alongside): ask the store, the only source of truth. What the prompt itself says is left out
     # too, whether or not the store half has got to it yet (a candidate restated, still unconfirmed).
     said, said_keys = _plain(prompt), key_tokens(prompt)
-    asks = prompt.rstrip().endswith("?") or QUESTION_START.match(prompt.lstrip()) is not None
+    asks = reads_as_question(prompt)
     fresh = [
         n
         for n in store.get_nodes(merged)
