@@ -112,7 +112,7 @@ def test_every_look_alike_rule_is_stored(home: Path, monkeypatch: pytest.MonkeyP
     from octygraph.pipeline.tools import writes
 
     monkeypatch.setattr(runner, "injection_reason", _not_judged)
-    monkeypatch.setattr(writes, "injection_reason", _not_judged)
+    monkeypatch.setattr(writes, "planted_reason", _not_judged)
     monkeypatch.setattr(writes, "is_injection_message", lambda _t: False)
     monkeypatch.setattr(writes, "looks_like_injection", lambda _t: False)
     monkeypatch.setattr(analysis, "looks_like_injection", lambda _t: False)

@@ -18,8 +18,8 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from octygraph.judgement.planted import planted_reason
 from octygraph.profiles.graph import GraphSpec, ProgressFn, write_graph
-from octygraph.safety.intent import is_injection_message
 from octygraph.safety.secrets import (
     is_secret_name,
     redact_deep,
@@ -403,9 +403,9 @@ def parse_jsonl(path: Path) -> ParsedExport:
                 if node.id in seen:
                     raise ValueError(f"memory id {node.id!r} appears twice")
                 seen.add(node.id)
-                if (node.type == "entity" and is_secret_name(node.content)) or is_injection_message(
+                if (node.type == "entity" and is_secret_name(node.content)) or planted_reason(
                     node.content
-                ):
+                ) is not None:
                     # A secret is never an entity, an injection never a memory; links go with them.
                     dropped.add(node.id)
                     continue

@@ -10,12 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from octygraph.judgement.planted import planted_reason
 from octygraph.memory.candidates import candidate_attributes, confirm
 from octygraph.memory.uses import record_access
 from octygraph.models import DEFAULT_SUBTYPE, SUBTYPES
 from octygraph.pipeline.tools.ops import ToolResult, to_record
 from octygraph.safety.checks import is_grounded, looks_like_injection, redact_secrets
-from octygraph.safety.intent import injection_reason, is_injection_message
+from octygraph.safety.intent import is_injection_message
 from octygraph.safety.secrets import is_secret_name
 from octygraph.store import GraphStore, Node, StoreError
 from octygraph.text.lexicon import COMMON_VERBS, STOPWORDS
@@ -106,7 +107,8 @@ def check_content(content: str, grounding_text: str | None, injection: str | Non
     clean, _ = redact_secrets(content.strip())
     if looks_like_injection(clean) or is_injection_message(clean):
         raise Refused("Nothing stored: the text reads like an instruction injection, not a memory.")
-    reason = injection or (injection_reason(grounding_text) if grounding_text is not None else None)
+    # The whole message (or the content, when there is none), by the rules and the learned model.
+    reason = injection or planted_reason(grounding_text if grounding_text is not None else clean)
     if reason is not None:
         raise Refused(f"Nothing stored from this message: {reason}.")
     # Redacted to redacted: "the key is [REDACTED]" is the user's own words once both are redacted.
