@@ -165,6 +165,17 @@ def test_a_read_only_home_answers_reads_and_says_writes_are_off(
     assert _snapshot(home) == before  # nothing in the home was written
 
 
+def _start(session: str) -> str:
+    return json.dumps(
+        {
+            "session_id": session,
+            "cwd": str(Path.cwd()),
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+        }
+    )
+
+
 @pytest.mark.slow
 def test_a_home_made_read_only_by_modes_stays_so_and_still_answers(
     home: Path, modes_read_only: list[str]
@@ -176,5 +187,21 @@ def test_a_home_made_read_only_by_modes_stays_so_and_still_answers(
     assert run.returncode == 0 and MEMORY in run.stdout, run.stderr
     add = _run(ro, "octygraph", "memory", "add", "Jane owns the billing service")
     assert add.returncode != 0 and "read-only" in add.stdout + add.stderr
+
+    # Claude Code's order: the session starts, then its prompts come, each a new hook process.
+    for module, service in (("octygraph", "1"), ("octygraph.entry", "0")):
+        session = f"ro-seq-{module}"
+        start = _run(
+            ro, module, "hook", "session-start", stdin=_start(session), OCTY_NO_SERVICE=service
+        )
+        answer = json.loads(start.stdout)
+        assert RULE in answer["hookSpecificOutput"]["additionalContext"]
+        told = answer.get("systemMessage", "")
+        assert "read-only" in told and "Errno" not in told, (module, start.stdout)
+        prompt = _run(ro, module, "hook", "prompt", stdin=_prompt(session), OCTY_NO_SERVICE=service)
+        assert MEMORY in json.loads(prompt.stdout)["hookSpecificOutput"]["additionalContext"]
+
+    doctor = _run(ro, "octygraph", "doctor")
+    assert "is writable" not in doctor.stdout and "read-only" in doctor.stdout, doctor.stdout
 
     assert _modes(home) == before  # no mode changed, nothing written

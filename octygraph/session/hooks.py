@@ -396,6 +396,11 @@ async def _session_start(
     output = hook_io.format_session_start_output(text, max_chars=settings.start_budget_chars)
     if not output:
         return HookReply()
+    if _read_only(settings):
+        # Nothing can be recorded here: the block is given, and a prompt may give its records again.
+        from octygraph.pipeline.runner import read_only_notice
+
+        return HookReply(output, notice=read_only_notice(settings))
     if log_ is not None:
         await asyncio.to_thread(log_.add, injected=ids)
     # Not counted as uses: the block is given whatever the session needs, and counting it would keep
