@@ -108,6 +108,28 @@ def test_ordinary_project_ids_are_unchanged_and_long_ones_short_and_stable() -> 
     assert len(sanitize_project_id("項" * 90).encode()) <= 100  # 270 bytes would not be a file name
 
 
+def test_session_start_in_a_5000_character_working_folder_gives_its_block(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from octygraph.config.settings import sanitize_project_id
+
+    deep = _deep_folder(tmp_path)
+    monkeypatch.setenv("OCTYBOT_PROJECT", sanitize_project_id("b" * 200))  # the deep folder's id
+    rule = "Always run the contract tests before deploying"
+    _invoke("memory", "add", rule, "--type", "instruction", "--scope", "0.9")
+    monkeypatch.delenv("OCTYBOT_PROJECT")
+    payload = {
+        "session_id": "long-start",
+        "cwd": str(deep),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    notices: list[str] = []
+    out = hooks.answer("session-start", json.dumps(payload).encode(), notices=notices)
+    assert notices == []
+    assert rule in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+
+
 @pytest.mark.slow
 def test_a_5000_character_working_folder_keeps_memory_on(home: Path, tmp_path: Path) -> None:
     deep = _deep_folder(tmp_path)

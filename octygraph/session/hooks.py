@@ -372,7 +372,7 @@ async def _session_start(
     if left <= MIN_RUN_S:
         _record_failure(settings, "session-start", "no time left in the hook budget", env)
         return HookReply()
-    folder = Path(start.cwd) if start.cwd and Path(start.cwd).is_dir() else settings.cwd
+    folder = Path(start.cwd) if start.cwd and is_folder(start.cwd) else settings.cwd
 
     async def block() -> tuple[str, list[str]]:
         seen = await asyncio.to_thread(log_.seen) if log_ is not None else set()
