@@ -254,6 +254,31 @@ def test_every_bad_import_is_one_plain_sentence(home: Path, tmp_path: Path) -> N
     assert run_cli("memory", "import", str(path)).returncode == 0
 
 
+def test_import_refuses_an_overlong_line_a_device_and_a_fifo(home: Path, tmp_path: Path) -> None:
+    """Nothing is read whole: a line over the bound is refused; so is what is not a regular file."""
+    import os
+
+    from octygraph.memory.transfer import MAX_LINE_CHARS, TransferError, parse_jsonl
+
+    # First, so that without the bound this fails on its message rather than reading on.
+    long = tmp_path / "long.jsonl"
+    header = '{"kind": "octygraph-export", "version": 1}\n'
+    long.write_text(header + "x" * (MAX_LINE_CHARS + 1), encoding="utf-8")
+    with pytest.raises(TransferError, match=r"^Line 2 of long\.jsonl is longer than"):
+        parse_jsonl(long)
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)  # no writer: opening it to read would wait for one
+    for path in (fifo, Path("/dev/zero")):
+        with pytest.raises(TransferError, match="is not a regular file"):
+            parse_jsonl(path)
+
+    _invoke("memory", "add", "Omar owns billing")
+    result = run_cli("memory", "import", "/dev/zero", timeout=60)
+    err = result.stderr.strip()
+    assert result.returncode == 1 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "Omar owns billing" in _invoke("search", "billing")
+
+
 @pytest.mark.slow
 def test_the_prompt_hook_command_answers_a_payload_over_one_megabyte(home: Path) -> None:
     """The real `octygraph hook prompt`: stdin is read to its limit and the cut payload still runs."""
