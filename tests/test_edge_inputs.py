@@ -289,3 +289,14 @@ def test_the_prompt_hook_command_answers_a_payload_over_one_megabyte(home: Path)
     assert result.returncode == 0, result.stderr
     context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "Lisa runs the Friday release" in context
+
+
+def test_a_refused_file_is_told_as_one_plain_sentence() -> None:
+    denied = PermissionError(13, "Permission denied", "/home/u/.octybot/octygraph.lock")
+    told = hooks.degraded_notice(denied, None)
+    assert (
+        told == "memory is off: /home/u/.octybot/octygraph.lock cannot be used (permission denied)"
+    )
+    long = OSError(36, "File name too long", "/work/" + "d" * 5000)
+    told = hooks.degraded_notice(long, None)
+    assert "Errno" not in told and len(told) < 200 and told.endswith("(file name too long)")

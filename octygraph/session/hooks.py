@@ -65,8 +65,16 @@ def run_deadline(started: float, budget_s: float) -> float:
 
 
 def degraded_notice(exc: BaseException, settings: Settings | None) -> str:
-    """One line for the user about a failure that leaves memory off, e.g. a bad setting."""
+    """One line for the user about a failure that leaves memory off, e.g. a bad setting.
+
+    A file the system refused is said in words ("… cannot be used (permission denied)"), its path cut
+    to its end when long, rather than as the raw "[Errno 13] …" text.
+    """
     reason = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.strerror and exc.filename:
+        name = os.fsdecode(exc.filename)
+        name = name if len(name) <= 120 else "…" + name[-119:]
+        reason = f"{name} cannot be used ({exc.strerror.lower()})"
     if settings is not None:
         reason = settings.redact(reason)
     return f"memory is off: {reason[:300]}"
