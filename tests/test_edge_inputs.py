@@ -108,6 +108,28 @@ def test_ordinary_project_ids_are_unchanged_and_long_ones_short_and_stable() -> 
     assert len(sanitize_project_id("項" * 90).encode()) <= 100  # 270 bytes would not be a file name
 
 
+def test_session_start_in_a_5000_character_working_folder_gives_its_block(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from octygraph.config.settings import sanitize_project_id
+
+    deep = _deep_folder(tmp_path)
+    monkeypatch.setenv("OCTYBOT_PROJECT", sanitize_project_id("b" * 200))  # the deep folder's id
+    rule = "Always run the contract tests before deploying"
+    _invoke("memory", "add", rule, "--type", "instruction", "--scope", "0.9")
+    monkeypatch.delenv("OCTYBOT_PROJECT")
+    payload = {
+        "session_id": "long-start",
+        "cwd": str(deep),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    notices: list[str] = []
+    out = hooks.answer("session-start", json.dumps(payload).encode(), notices=notices)
+    assert notices == []
+    assert rule in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+
+
 @pytest.mark.slow
 def test_a_5000_character_working_folder_keeps_memory_on(home: Path, tmp_path: Path) -> None:
     deep = _deep_folder(tmp_path)
@@ -232,6 +254,31 @@ def test_every_bad_import_is_one_plain_sentence(home: Path, tmp_path: Path) -> N
     assert run_cli("memory", "import", str(path)).returncode == 0
 
 
+def test_import_refuses_an_overlong_line_a_device_and_a_fifo(home: Path, tmp_path: Path) -> None:
+    """Nothing is read whole: a line over the bound is refused; so is what is not a regular file."""
+    import os
+
+    from octygraph.memory.transfer import MAX_LINE_CHARS, TransferError, parse_jsonl
+
+    # First, so that without the bound this fails on its message rather than reading on.
+    long = tmp_path / "long.jsonl"
+    header = '{"kind": "octygraph-export", "version": 1}\n'
+    long.write_text(header + "x" * (MAX_LINE_CHARS + 1), encoding="utf-8")
+    with pytest.raises(TransferError, match=r"^Line 2 of long\.jsonl is longer than"):
+        parse_jsonl(long)
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)  # no writer: opening it to read would wait for one
+    for path in (fifo, Path("/dev/zero")):
+        with pytest.raises(TransferError, match="is not a regular file"):
+            parse_jsonl(path)
+
+    _invoke("memory", "add", "Omar owns billing")
+    result = run_cli("memory", "import", "/dev/zero", timeout=60)
+    err = result.stderr.strip()
+    assert result.returncode == 1 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "Omar owns billing" in _invoke("search", "billing")
+
+
 @pytest.mark.slow
 def test_the_prompt_hook_command_answers_a_payload_over_one_megabyte(home: Path) -> None:
     """The real `octygraph hook prompt`: stdin is read to its limit and the cut payload still runs."""
@@ -242,3 +289,14 @@ def test_the_prompt_hook_command_answers_a_payload_over_one_megabyte(home: Path)
     assert result.returncode == 0, result.stderr
     context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "Lisa runs the Friday release" in context
+
+
+def test_a_refused_file_is_told_as_one_plain_sentence() -> None:
+    denied = PermissionError(13, "Permission denied", "/home/u/.octybot/octygraph.lock")
+    told = hooks.degraded_notice(denied, None)
+    assert (
+        told == "memory is off: /home/u/.octybot/octygraph.lock cannot be used (permission denied)"
+    )
+    long = OSError(36, "File name too long", "/work/" + "d" * 5000)
+    told = hooks.degraded_notice(long, None)
+    assert "Errno" not in told and len(told) < 200 and told.endswith("(file name too long)")

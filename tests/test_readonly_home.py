@@ -20,7 +20,9 @@ import pytest
 from tests.conftest import cli_json
 
 MEMORY = "Peter handles the Anderson account"
+RULE = "Always run the contract tests before deploying"
 _MOUNT = 'mount --bind "$OCTYBOT_HOME" "$OCTYBOT_HOME" && mount -o remount,ro,bind "$OCTYBOT_HOME"'
+_NO_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
 
 
 def _snapshot(home: Path) -> dict[str, tuple[int, int]]:
@@ -55,6 +57,40 @@ def read_only(home: Path) -> Iterator[list[str]]:
     if probe.returncode != 0:
         pytest.skip("root, and no private read-only mount is allowed here")
     yield ["unshare", "-m", "sh", "-c", f'{_MOUNT} && exec "$@"', "sh"]
+
+
+def _modes(home: Path) -> dict[str, tuple[int, int, int]]:
+    """Every path under `home` (and `home`) with its mode, size and modification time."""
+    return {
+        str(p.relative_to(home)): (p.stat().st_mode, p.stat().st_size, p.stat().st_mtime_ns)
+        for p in [home, *home.rglob("*")]
+    }
+
+
+@pytest.fixture
+def modes_read_only(home: Path) -> Iterator[list[str]]:
+    """The command prefix that runs a command with `home` made read-only by `chmod -R a-w` alone.
+
+    Root ignores modes, so there the command runs without the capabilities that let it (setpriv);
+    a chmod back to writable still works, as it does for the folder's owner.
+    """
+    cli_json("memory", "add", MEMORY, "--type", "fact", "--json")
+    cli_json("memory", "add", RULE, "--type", "instruction", "--scope", "0.9", "--json")
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("root, and no setpriv to run without overriding file modes")
+        prefix = _NO_OVERRIDE
+    modes = {p: p.stat().st_mode for p in [home, *home.rglob("*")]}
+    for path in modes:
+        path.chmod(modes[path] & ~0o222)
+    try:
+        if prefix and subprocess.run([*prefix, "touch", str(home / "probe")]).returncode == 0:
+            pytest.skip("root, and setpriv does not make file modes apply here")
+        yield prefix
+    finally:
+        for path, mode in modes.items():
+            path.chmod(mode)
 
 
 def _run(
@@ -127,3 +163,45 @@ def test_a_read_only_home_answers_reads_and_says_writes_are_off(
     assert done.returncode == 0 and done.stdout == ""
 
     assert _snapshot(home) == before  # nothing in the home was written
+
+
+def _start(session: str) -> str:
+    return json.dumps(
+        {
+            "session_id": session,
+            "cwd": str(Path.cwd()),
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+        }
+    )
+
+
+@pytest.mark.slow
+def test_a_home_made_read_only_by_modes_stays_so_and_still_answers(
+    home: Path, modes_read_only: list[str]
+) -> None:
+    before = _modes(home)
+    ro = modes_read_only
+
+    run = _run(ro, "octygraph", "run", "--offline", "Who handles Anderson?")
+    assert run.returncode == 0 and MEMORY in run.stdout, run.stderr
+    add = _run(ro, "octygraph", "memory", "add", "Jane owns the billing service")
+    assert add.returncode != 0 and "read-only" in add.stdout + add.stderr
+
+    # Claude Code's order: the session starts, then its prompts come, each a new hook process.
+    for module, service in (("octygraph", "1"), ("octygraph.entry", "0")):
+        session = f"ro-seq-{module}"
+        start = _run(
+            ro, module, "hook", "session-start", stdin=_start(session), OCTY_NO_SERVICE=service
+        )
+        answer = json.loads(start.stdout)
+        assert RULE in answer["hookSpecificOutput"]["additionalContext"]
+        told = answer.get("systemMessage", "")
+        assert "read-only" in told and "Errno" not in told, (module, start.stdout)
+        prompt = _run(ro, module, "hook", "prompt", stdin=_prompt(session), OCTY_NO_SERVICE=service)
+        assert MEMORY in json.loads(prompt.stdout)["hookSpecificOutput"]["additionalContext"]
+
+    doctor = _run(ro, "octygraph", "doctor")
+    assert "is writable" not in doctor.stdout and "read-only" in doctor.stdout, doctor.stdout
+
+    assert _modes(home) == before  # no mode changed, nothing written

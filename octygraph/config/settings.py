@@ -122,7 +122,10 @@ class ProjectPaths:
         return self.memory_dir / "snapshots"
 
     def ensure(self) -> ProjectPaths:
-        """Create the data folders, private to the user (0700)."""
+        """Create the missing data folders, private to the user (0700).
+
+        A folder that exists is left as it is: one the user made read-only stays read-only.
+        """
         for folder in (
             self.home,
             self.home / "projects",
@@ -134,12 +137,6 @@ class ProjectPaths:
             self.db.parent,
         ):
             private_mkdir(folder)
-            if not folder.is_relative_to(self.home):
-                continue  # DB_PATH's folder is the user's own: only what we created is made private
-            try:
-                folder.chmod(0o700)
-            except OSError:
-                pass
         return self
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import stat
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -337,26 +339,52 @@ class ParsedExport:
     edges: list[Edge]
 
 
-def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+MAX_LINE_CHARS = 1_000_000
+"""The longest line import reads: an export's record is far shorter, and a longer line is not read whole."""
+
+
+def _open_regular(path: Path) -> TextIO:
+    """`path` opened as UTF-8 text, when it is a regular file; a device or a FIFO is refused unread."""
     try:
-        handle = path.open(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO with no writer must not hang here
     except FileNotFoundError:
         raise TransferError(f"There is no file {path} to import.") from None
     except IsADirectoryError:
         raise TransferError(f"{path} is a folder; give the JSONL file to import.") from None
-    with handle:
+    try:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise TransferError(f"{path} is a folder; give the JSONL file to import.")
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TransferError(
+                f"{path} is not a regular file; give the JSONL file that "
+                "`octygraph memory export --format jsonl` writes."
+            )
+        os.set_blocking(fd, True)
+        return open(fd, encoding="utf-8")  # the caller closes it
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with _open_regular(path) as handle:
         number = 0
-        lines = enumerate(handle, start=1)
         while True:
             try:
-                number, line = next(lines)
-            except StopIteration:
-                return
+                line = handle.readline(MAX_LINE_CHARS + 1)
             except UnicodeDecodeError:
                 raise TransferError(
                     f"Line {number + 1} of {path.name} is not UTF-8 text; import takes the JSONL "
                     "that `octygraph memory export --format jsonl` writes."
                 ) from None
+            if not line:
+                return
+            number += 1
+            if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+                raise TransferError(
+                    f"Line {number} of {path.name} is longer than {MAX_LINE_CHARS:,} characters, "
+                    "so it is not a record that `octygraph memory export --format jsonl` writes."
+                )
             if not line.strip():
                 continue
             try:

@@ -65,8 +65,16 @@ def run_deadline(started: float, budget_s: float) -> float:
 
 
 def degraded_notice(exc: BaseException, settings: Settings | None) -> str:
-    """One line for the user about a failure that leaves memory off, e.g. a bad setting."""
+    """One line for the user about a failure that leaves memory off, e.g. a bad setting.
+
+    A file the system refused is said in words ("… cannot be used (permission denied)"), its path cut
+    to its end when long, rather than as the raw "[Errno 13] …" text.
+    """
     reason = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.strerror and exc.filename:
+        name = os.fsdecode(exc.filename)
+        name = name if len(name) <= 120 else "…" + name[-119:]
+        reason = f"{name} cannot be used ({exc.strerror.lower()})"
     if settings is not None:
         reason = settings.redact(reason)
     return f"memory is off: {reason[:300]}"
@@ -372,7 +380,7 @@ async def _session_start(
     if left <= MIN_RUN_S:
         _record_failure(settings, "session-start", "no time left in the hook budget", env)
         return HookReply()
-    folder = Path(start.cwd) if start.cwd and Path(start.cwd).is_dir() else settings.cwd
+    folder = Path(start.cwd) if start.cwd and is_folder(start.cwd) else settings.cwd
 
     async def block() -> tuple[str, list[str]]:
         seen = await asyncio.to_thread(log_.seen) if log_ is not None else set()
@@ -396,6 +404,11 @@ async def _session_start(
     output = hook_io.format_session_start_output(text, max_chars=settings.start_budget_chars)
     if not output:
         return HookReply()
+    if _read_only(settings):
+        # Nothing can be recorded here: the block is given, and a prompt may give its records again.
+        from octygraph.pipeline.runner import read_only_notice
+
+        return HookReply(output, notice=read_only_notice(settings))
     if log_ is not None:
         await asyncio.to_thread(log_.add, injected=ids)
     # Not counted as uses: the block is given whatever the session needs, and counting it would keep

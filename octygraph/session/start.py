@@ -152,7 +152,15 @@ def loaded_files(cwd: Path, env: Mapping[str, str]) -> list[Path]:
         # Claude Code names the folder after the path with "/" (and other punctuation) as "-".
         for slug in (str(project).replace("/", "-"), re.sub(r"[^A-Za-z0-9]", "-", str(project))):
             found.append(config / "projects" / slug / "memory" / "MEMORY.md")
-    return [p for p in dict.fromkeys(found) if p.is_file()]
+    return [p for p in dict.fromkeys(found) if _is_file(p)]
+
+
+def _is_file(path: Path) -> bool:
+    """Whether `path` is a file; one too long to look at ("File name too long") is not."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def loaded_text(cwd: Path, env: Mapping[str, str]) -> list[str]:

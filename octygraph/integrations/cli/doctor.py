@@ -50,6 +50,17 @@ def _home_findings(home: Path) -> list[Finding]:
     from octygraph.service.client import home_problem
 
     problem = home_problem(home)
+    if problem and (home / "projects").is_dir() and home.is_dir():
+        # Memories kept here are still read: recall works, storing does not.
+        return [
+            Finding(
+                "home",
+                "problem",
+                f"The memory folder {home} is read-only here, so memories are recalled but nothing "
+                "new is stored.",
+                f"Make {home} a folder you can write to (chmod -R u+w {home}) to store memories again.",
+            )
+        ]
     if problem:
         return [
             Finding(
