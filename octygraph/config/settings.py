@@ -124,7 +124,8 @@ class ProjectPaths:
     def ensure(self) -> ProjectPaths:
         """Create the missing data folders, private to the user (0700).
 
-        A folder that exists is left as it is: one the user made read-only stays read-only.
+        A folder that exists and is writable is made private too (homes from older versions had
+        0755); one the user made read-only stays as it is.
         """
         for folder in (
             self.home,
@@ -137,6 +138,12 @@ class ProjectPaths:
             self.db.parent,
         ):
             private_mkdir(folder)
+            if not folder.is_relative_to(self.home) or not os.access(folder, os.W_OK):
+                continue  # DB_PATH's folder is the user's own, and a read-only home stays read-only
+            try:
+                folder.chmod(0o700)
+            except OSError:
+                pass
         return self
 
 
