@@ -239,7 +239,7 @@ async def loopback_runs(db: Path, repeat: int) -> list[dict[str, Any]]:
     with MemoryStore.open(db, local_embeddings()) as store:
 
         @asynccontextmanager
-        async def lease(settings: Settings) -> Any:
+        async def lease(settings: Settings, *, deadline: float | None = None) -> Any:
             yield store  # the service's pool: the store is open already
 
         current: dict[str, ScriptedBrain] = {}

@@ -4,10 +4,12 @@ Starts `octygraph serve` in a fresh OCTYBOT_HOME (no model configured: the offli
 of N new working folders sends a prompt hook (answered) and a Stop hook (handed off), and prints the
 service's open descriptors (`/proc/<pid>/fd`) and its open stores at intervals, then once the hand-offs
 are done. `--max-stores` sets `OCTY_SERVE_MAX_STORES` for the service (a very large value behaves as the
-old, uncapped pool did).
+old, uncapped pool did). `--parallel N` sends the hooks of N projects at once (one thread each) and
+also prints the highest descriptor count seen (sampled every 50 ms).
 
     python bench/service_fds.py                      # 500 projects, default cap (32)
     python bench/service_fds.py --max-stores 1000000 # as without a cap
+    python bench/service_fds.py --projects 300 --parallel 16
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +83,7 @@ def main() -> int:
     parser.add_argument("--projects", type=int, default=500)
     parser.add_argument("--every", type=int, default=50, help="print a sample every N projects")
     parser.add_argument("--max-stores", type=int, default=None, help="OCTY_SERVE_MAX_STORES")
+    parser.add_argument("--parallel", type=int, default=1, help="projects whose hooks run at once")
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="octy-fds-"))
@@ -116,20 +121,38 @@ def main() -> int:
                 f"{n:>8} {count:>6} {stores!s:>12} {files!s:>16} {health.get('active', '?')!s:>7}"
             )
 
-        sample(0)
-        t0 = time.monotonic()
-        for i in range(1, args.projects + 1):
+        peak = [fd_count(pid)]
+        sampling = threading.Event()
+
+        def watch() -> None:
+            while not sampling.is_set():
+                try:
+                    peak[0] = max(peak[0], fd_count(pid))
+                except OSError:
+                    return
+                time.sleep(0.05)
+
+        def project(i: int) -> None:
             work = root / "work" / f"project-{i:04d}"
             work.mkdir(parents=True)
             for event in ("prompt", "stop"):
                 message = client.hook_request(event, _payload(event, work, i), env, 0.0)
                 message["cwd"] = str(work)
                 client.exchange(sock, message, 60)
-            if i % args.every == 0:
-                sample(i)
+
+        sample(0)
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(max(1, args.parallel)) as threads:
+            for i, _ in enumerate(threads.map(project, range(1, args.projects + 1)), 1):
+                if i % args.every == 0:
+                    sample(i)
         took = time.monotonic() - t0
         settled = _settled(pid, home)
+        sampling.set()
         print(f"after the hand-offs settled: {settled} descriptors ({took:.0f} s of hooks)")
+        print(f"highest descriptor count seen: {peak[0]}")
         sample(args.projects, settled)
     finally:
         client.stop_service(home, timeout_s=30)

@@ -600,7 +600,9 @@ def test_frozen_service_costs_one_budget_then_is_replaced(env: Env) -> None:
     assert "Peter handles the Anderson account" in _context(again.stdout)
     # The replacement worked through the spool.
     assert _stored_soon(env, "Postgres 16")
-    assert not list(protocol.ServicePaths(env.home).spool_dir.glob("*.json"))
+    # The spool file goes once its run is done (its bookkeeping too), a moment after the memory.
+    spool = protocol.ServicePaths(env.home).spool_dir
+    assert env.wait(lambda h: not list(spool.glob("*.json")), timeout=20)
 
 
 @pytest.mark.slow
@@ -644,7 +646,9 @@ def test_stop_hook_hands_off_to_the_service_and_returns_at_once(env: Env) -> Non
     )
     assert code == 0 and out == ""
     assert _stored_soon(env, "Postgres 16")
-    assert not list(protocol.ServicePaths(env.home).spool_dir.glob("*.json"))
+    # The spool file goes once its run is done (its bookkeeping too), a moment after the memory.
+    spool = protocol.ServicePaths(env.home).spool_dir
+    assert env.wait(lambda h: not list(spool.glob("*.json")), timeout=20)
 
 
 @pytest.mark.slow
@@ -656,7 +660,9 @@ def test_stop_without_a_service_is_spooled_and_stored_by_the_one_it_starts(env: 
     assert code == 0 and out == ""
     assert env.wait(lambda h: h["running"] and h.get("warm")), "the stop hook started no service"
     assert _stored_soon(env, "Postgres 16")
-    assert not list(protocol.ServicePaths(env.home).spool_dir.glob("*.json"))
+    # The spool file goes once its run is done (its bookkeeping too), a moment after the memory.
+    spool = protocol.ServicePaths(env.home).spool_dir
+    assert env.wait(lambda h: not list(spool.glob("*.json")), timeout=20)
 
 
 @pytest.mark.slow

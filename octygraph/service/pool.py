@@ -19,11 +19,14 @@ from typing import Any
 
 from octygraph.config.settings import Settings
 from octygraph.embeddings import LocalEmbeddings, make_embeddings
+from octygraph.pipeline.store_lease import StoreBusy
 from octygraph.service.kept_files import file_identity, max_open_stores
 from octygraph.store import AdminStore, MemoryStore
 from octygraph.store.opening import open_store
 
 MAX_IDLE_PER_DB = 4
+LEASE_WAIT_S = 60.0
+"""How long a lease with no deadline of its own (upkeep, a resume) waits for a store to be free."""
 
 log = logging.getLogger("octygraph.service")
 
@@ -95,9 +98,10 @@ def prime_rule_triggers(store: AdminStore) -> int:
 class StorePool:
     """Lends open stores per database path (and embedding model) to runs in the service.
 
-    At most `max_open` stores stay open across every database (leased ones count): giving one back
-    beyond that closes idle stores of the least recently used databases first, and forgets a database
-    with nothing open, so descriptors stay flat however many projects the service has served.
+    At most `max_open` stores are open across every database, leased ones and ones being opened
+    included: a run that needs a new one closes the idle store of the least recently used database, or,
+    with every store lent, waits (until its deadline) for one to be given back. A database with nothing
+    open is forgotten, so descriptors stay flat however many projects, and runs at once, the service has.
     """
 
     def __init__(self, max_idle: int = MAX_IDLE_PER_DB, max_open: int | None = None) -> None:
@@ -106,6 +110,12 @@ class StorePool:
         self._slots: dict[tuple[str, str], _Slot] = {}
         self._guard = threading.Lock()
         self._priming = 0
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    @property
+    def max_open(self) -> int:
+        """The cap on open stores across every database."""
+        return self._max_open
 
     @staticmethod
     def _key(settings: Settings) -> tuple[str, str]:
@@ -117,11 +127,16 @@ class StorePool:
             return (f"postgresql:{server[:16]}:{settings.project_id}", f"{backend}:{model}")
         return (str(settings.paths.db.absolute()), f"{backend}:{model}")
 
-    def _take(self, settings: Settings) -> tuple[_Slot, AdminStore | None]:
-        """The slot for this database and an idle store, unless the file was replaced or removed."""
+    def _take(self, settings: Settings) -> tuple[_Slot | None, AdminStore | None, list[AdminStore]]:
+        """The slot for this database and an idle store, or room to open one, and the stores to close.
+
+        Room to open a store is there below the cap, or made by closing the idle store of the least
+        recently used database. With none (every open store is lent), the slot is None: wait for a
+        give-back. A store to be opened counts as leased from here, so no two runs take the same room.
+        """
         key = self._key(settings)
         identity = file_identity(settings.paths.db)
-        stale: list[AdminStore] = []
+        closing: list[AdminStore] = []
         with self._guard:
             slot = self._slots.get(key)
             if slot is None:
@@ -129,13 +144,104 @@ class StorePool:
                 slot.store_cls = LockedStore.for_database(slot.write_lock)
             if slot.identity != identity:
                 # `memory unload` or a restore may have replaced the file: old connections see old data.
-                stale, slot.idle = slot.idle, []
+                closing, slot.idle = slot.idle, []
                 slot.identity = identity
-            store = slot.idle.pop() if slot.idle else None
+            if slot.idle:
+                slot.leased += 1
+                return slot, slot.idle.pop(), closing
+            while self._open_count_locked() >= self._max_open:
+                victim = self._least_recent_idle_locked()
+                if victim is None:
+                    if slot.leased == 0:
+                        del self._slots[key]  # nothing open for it: not a database served yet
+                    return None, None, closing
+                closing.append(victim)
             slot.leased += 1
-        for old in stale:
-            old.close()
-        return slot, store
+        return slot, None, closing
+
+    def _least_recent_idle_locked(self) -> AdminStore | None:
+        """Take out an idle store of the least recently used database (caller holds the guard)."""
+        idle = [(key, slot) for key, slot in self._slots.items() if slot.idle]
+        if not idle:
+            return None
+        key, slot = min(idle, key=lambda item: item[1].last_used)
+        store = slot.idle.pop(0)
+        if not slot.idle and slot.leased == 0:
+            del self._slots[key]  # reopened (and primed again) if the project comes back
+        return store
+
+    async def _acquire(
+        self, settings: Settings, deadline: float | None
+    ) -> tuple[_Slot, AdminStore | None]:
+        """`_take`, waiting for a give-back while every store the cap allows is lent.
+
+        Raises:
+            StoreBusy: still none at `deadline` (`LEASE_WAIT_S` from now when the run has none).
+        """
+        end = time.monotonic() + LEASE_WAIT_S if deadline is None else deadline
+        loop = asyncio.get_running_loop()
+        while True:
+            waiter: asyncio.Future[None] = loop.create_future()
+            with self._guard:
+                # Queued before trying, so a give-back between the try and the wait is not missed.
+                self._waiters.append((loop, waiter))
+            try:
+                slot, store, closing = self._take(settings)
+            except BaseException:
+                self._forget_waiter(loop, waiter)
+                raise
+            for old in closing:
+                old.close()
+            if slot is not None:
+                self._forget_waiter(loop, waiter)
+                return slot, store
+            left = end - time.monotonic()
+            try:
+                if left <= 0:
+                    raise TimeoutError
+                async with asyncio.timeout(left):
+                    await waiter
+            except TimeoutError:
+                self._forget_waiter(loop, waiter)
+                with self._guard:
+                    lent = self._open_count_locked()
+                raise StoreBusy(
+                    f"no memory store free before the deadline ({lent} open, the cap is {self._max_open})"
+                ) from None
+            except BaseException:
+                self._forget_waiter(loop, waiter)
+                raise
+
+    def _forget_waiter(self, loop: asyncio.AbstractEventLoop, waiter: asyncio.Future[None]) -> None:
+        """Leave the queue; a wake-up this waiter got but will not use goes to the next one."""
+        with self._guard:
+            if (loop, waiter) in self._waiters:
+                self._waiters.remove((loop, waiter))
+                return
+        # A give-back chose this waiter: its wake-up is passed on now, or by `_wake` when it comes.
+        if waiter.done() and not waiter.cancelled():
+            self._wake_one()
+        else:
+            waiter.cancel()
+
+    def _wake_one(self) -> None:
+        """Tell the longest waiting run (on whichever loop it waits) that a store was given back."""
+        while True:
+            with self._guard:
+                if not self._waiters:
+                    return
+                loop, waiter = self._waiters.pop(0)
+            try:
+                loop.call_soon_threadsafe(self._wake, waiter)
+                return
+            except RuntimeError:  # its loop is closed: the next one
+                continue
+
+    def _wake(self, waiter: asyncio.Future[None]) -> None:
+        if waiter.done():  # gave up meanwhile: the next one
+            self._wake_one()
+        else:
+            waiter.set_result(None)
 
     def _open(self, settings: Settings, slot: _Slot) -> AdminStore:
         paths = settings.paths.ensure()
@@ -183,28 +289,15 @@ class StorePool:
                 if len(slot.idle) < self._max_idle:
                     slot.idle.append(store)
                     keep = True
-            evicted = self._evict_locked()
+            key = self._key(settings)
+            if not slot.idle and slot.leased == 0 and self._slots.get(key) is slot:
+                del self._slots[key]  # nothing open: reopened (and primed again) if it comes back
         if store is not None and not keep:
             store.close()
-        for old in evicted:
-            old.close()
+        self._wake_one()  # a store given back, or the room of one closed
 
     def _open_count_locked(self) -> int:
         return sum(len(s.idle) + s.leased for s in self._slots.values())
-
-    def _evict_locked(self) -> list[AdminStore]:
-        """Idle stores beyond the cap, least recently used database first (caller holds the guard)."""
-        evicted: list[AdminStore] = []
-        excess = self._open_count_locked() - self._max_open
-        for key, slot in sorted(self._slots.items(), key=lambda item: item[1].last_used):
-            if excess <= 0:
-                break
-            while slot.idle and excess > 0:
-                evicted.append(slot.idle.pop(0))
-                excess -= 1
-            if not slot.idle and slot.leased == 0:
-                del self._slots[key]  # reopened (and primed again) if the project comes back
-        return evicted
 
     def open_stores(self) -> int:
         """Stores open right now, idle or leased, across every database."""
@@ -212,9 +305,17 @@ class StorePool:
             return self._open_count_locked()
 
     @asynccontextmanager
-    async def lease(self, settings: Settings) -> AsyncIterator[AdminStore]:
-        """Borrow a store of the project's database for one run."""
-        slot, store = self._take(settings)
+    async def lease(
+        self, settings: Settings, *, deadline: float | None = None
+    ) -> AsyncIterator[AdminStore]:
+        """Borrow a store of the project's database for one run.
+
+        When every store the cap allows is lent, waits for one to be given back, until `deadline`.
+
+        Raises:
+            StoreBusy: no store was free before the deadline (the run degrades; nothing was opened).
+        """
+        slot, store = await self._acquire(settings, deadline)
         try:
             if store is None:
                 store = await asyncio.to_thread(self._open, settings, slot)

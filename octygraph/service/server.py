@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
-from octygraph.service import protocol
+from octygraph.service import client, protocol
 from octygraph.service.client import NOTIFY_ENV, ServiceUnavailable, exchange
 from octygraph.service.upkeep import Upkeep
 
@@ -43,8 +43,9 @@ from octygraph.service.upkeep import Upkeep
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
-After = Callable[[], Awaitable[None]]
-"""Work for after the reply: the run's store half, then the hook's bookkeeping."""
+After = Callable[[], Awaitable[BaseException | None]]
+"""Work for after the reply: the run's store half, then the hook's bookkeeping; returns why the run
+failed, or None."""
 
 log = logging.getLogger("octygraph.serve")
 
@@ -171,6 +172,8 @@ class Service:
         self._checkpointers: Any = None
         self._background: set[asyncio.Task[None]] = set()
         self._handed: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._spool_running: set[str] = set()
+        """Spool files whose run is under way: each stays on disk until its run succeeds."""
         self.spooled = 0
         self.resumed = 0
         self.upkeep = Upkeep(
@@ -314,11 +317,13 @@ class Service:
             return {"status": "accepted"}, None
         return await self._hook(message)
 
-    def _in_background(self, message: dict[str, Any]) -> bool:
+    def _in_background(self, message: dict[str, Any], spooled: Path | None = None) -> bool:
         """Run a hand-off request after its receipt; counted as active so a shutdown waits for it.
 
         Returns False (and runs nothing) for a request id already taken: a hook whose receipt came too
-        late spools the same request.
+        late spools the same request. A run that fails for want of resources (descriptors, a free store
+        before its deadline) is kept for later: its spool file (`spooled`) stays, or, handed off live,
+        it is written to the spool. Any other outcome removes the spool file.
         """
         request_id = str(message.get("request_id") or "")
         if request_id:
@@ -329,18 +334,45 @@ class Service:
                 self._handed.popitem(last=False)
 
         async def work() -> None:
+            failed: BaseException | None = None
             try:
                 answer, after = await self._hook(message)
                 if answer.get("status") != "ok":
                     log.warning("hand-off not done: %s", answer.get("message"))
                 if after is not None:
-                    await after()
-            except Exception:
+                    failed = await after()
+            except Exception as exc:
+                failed = exc
                 self.failures += 1
                 log.exception("hand-off failed")
+            except BaseException as exc:  # cut off (the service stopping): kept for later too
+                failed = exc
+                raise
+            finally:
+                self._hand_off_done(message, spooled, failed)
 
         self._start_counted(work())
         return True
+
+    def _hand_off_done(
+        self, message: dict[str, Any], spooled: Path | None, failed: BaseException | None
+    ) -> None:
+        """Remove a hand-off's spool file, or keep the request for a later try (see `_in_background`)."""
+        from octygraph.pipeline.store_lease import for_want_of_resources
+
+        if spooled is not None:
+            self._spool_running.discard(spooled.name)
+        if not (for_want_of_resources(failed) or isinstance(failed, asyncio.CancelledError)):
+            if spooled is not None:
+                with contextlib.suppress(OSError):
+                    spooled.unlink()
+            return
+        # Tried again by a later drain of the spool, which must not take it for a request already run.
+        self._handed.pop(str(message.get("request_id") or ""), None)
+        if spooled is None and client.spool(self.home, message) is None:
+            log.warning("a hand-off that could not run now could not be spooled either")
+            return
+        log.warning("hand-off left in the spool for later: %s", failed)
 
     def _start_counted(self, work: Coroutine[Any, Any, None], *, upkeep: bool = False) -> None:
         """Run `work` as a task counted as active, so a shutdown waits for it (and idling does not start).
@@ -362,18 +394,26 @@ class Service:
         task.add_done_callback(self._background.discard)
 
     def drain_spool(self) -> int:
-        """Start the hand-off requests that hooks left in the spool folder when no service took them."""
+        """Start the hand-off requests that hooks left in the spool folder when no service took them.
+
+        A file stays until its run is done (one that failed for want of resources stays for the next
+        drain); at most as many run at once as the service may keep stores open.
+        """
         folder = self.paths.spool_dir
         try:
             names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
         except OSError:
             return 0
+        room = (self._pool.max_open if self._pool is not None else 1) - len(self._spool_running)
         started = 0
         for name in names:
+            if started >= room:
+                break
+            if name in self._spool_running:
+                continue
             path = folder / name
             try:
                 body = path.read_bytes()
-                path.unlink()  # at most once: a run that fails is not retried forever
                 message = protocol.decode(body)
             except (OSError, protocol.ProtocolError) as exc:
                 log.warning("spooled request %s unreadable: %s", name, exc)
@@ -381,11 +421,19 @@ class Service:
                     path.unlink()
                 continue
             if message.get("event") not in HANDOFF_EVENTS:
+                with contextlib.suppress(OSError):
+                    path.unlink()
                 continue
             # The spool is worked through with this service's code, whatever client wrote it.
             message["elapsed_s"] = 0.0
             with_own_secrets(message, os.environ)
-            started += self._in_background(message)
+            self._spool_running.add(name)
+            if self._in_background(message, spooled=path):
+                started += 1
+            else:  # a request already run (or under way) under its id: this copy goes
+                self._spool_running.discard(name)
+                with contextlib.suppress(OSError):
+                    path.unlink()
         if started:
             self.spooled += started
             log.info("working through %d spooled requests", started)
@@ -448,10 +496,11 @@ class Service:
         self.recent_ms.append(took_ms)
         log.info("%s answered in %.0f ms (%d chars)", event, took_ms, len(reply.stdout))
 
-        async def after() -> None:
+        async def after() -> BaseException | None:
             await reply.settle()  # the run's store half goes on after the reply
             await asyncio.to_thread(reply.finish)
             self.upkeep.note_request(reply.session)
+            return reply.error
 
         return {"status": "ok", "stdout": reply.stdout, "notice": reply.notice}, after
 

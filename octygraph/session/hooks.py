@@ -30,7 +30,7 @@ from octygraph.config.private import private_mkdir
 from octygraph.config.settings import Settings, is_folder
 from octygraph.pipeline.run_bookkeeping import after_run
 from octygraph.pipeline.sessions import SessionLog
-from octygraph.pipeline.store_lease import StoreLease, open_store_for_run
+from octygraph.pipeline.store_lease import StoreBusy, StoreLease, open_store_for_run
 
 if TYPE_CHECKING:
     from octygraph.pipeline.runner import CheckpointerLease, OnAnswer
@@ -139,7 +139,7 @@ async def _run(
     from octygraph.llm.errors import LLMConfigError
     from octygraph.pipeline.runner import RunOptions, run_prompt
 
-    async with stores(settings) as store:
+    async with stores(settings, deadline=deadline) as store:
         options = RunOptions(
             session_id=session_id,
             transcript_path=transcript_path or None,
@@ -192,6 +192,8 @@ class HookReply:
     """The run's store half, still going when the answer was ready: await `settle()` after replying."""
     session: HookSession | None = None
     """The session the call named, when it named one."""
+    error: BaseException | None = None
+    """Why the run failed, when it did (its store half included, once settled); None when it did not."""
 
     async def settle(self) -> None:
         """Wait for the store half (it writes the trace when done); never raises."""
@@ -200,6 +202,7 @@ class HookReply:
         try:
             await self.rest
         except Exception as exc:
+            self.error = exc
             log.warning("storing after the answer failed: %s", exc)
 
     def finish(self) -> None:
@@ -255,11 +258,14 @@ async def handle(
                 ended=isinstance(request, hook_io.SessionEndRequest),
             )
         return reply
+    except StoreBusy as exc:  # every store lent until the deadline: less context, as on a timeout
+        _record_failure(settings, event, str(exc), env)
+        return HookReply(error=exc)
     except Exception as exc:  # the prompt must go through, whatever failed
         _record_failure(
             settings, event, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}", env
         )
-        return HookReply(notice=degraded_notice(exc, settings))
+        return HookReply(notice=degraded_notice(exc, settings), error=exc)
 
 
 async def _dispatch(
@@ -387,7 +393,7 @@ async def _session_start(
         known = await asyncio.to_thread(
             lambda: session_start.passages(session_start.loaded_text(folder, env))
         )
-        async with stores(settings) as store:
+        async with stores(settings, deadline=time.monotonic() + left) as store:
             return await asyncio.to_thread(
                 session_start.build,
                 store,
