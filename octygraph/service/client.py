@@ -448,9 +448,10 @@ def home_problem(home: str | Path) -> str:
 
 
 def in_process_end(started: float, event: str, env: Mapping[str, str]) -> float:
-    """When (`time.monotonic()`) a hook run in its own process stops waiting for the run: just before
-    the watchdog, so the answer is written and the process gone `KEPT_S` before its budget ends."""
-    return started + watchdog_budget_s(event, env, False) - EXIT_MARGIN_S
+    """When (`time.monotonic()`) a hook run in its own process stops waiting for the run: `WAIT_MARGIN_S`
+    before the watchdog (its notice and answer to write), so the process is gone `KEPT_S` before its
+    budget ends."""
+    return started + watchdog_budget_s(event, env, False) - WAIT_MARGIN_S
 
 
 def _in_process(
