@@ -2,7 +2,8 @@
 
 A loopback model that never answers in time serves the prompt and the Stop hook; every LLM call of the
 run is bounded by a deadline at least 2 s before the hook's budget ends. The assertions are on the
-deadline arithmetic each call was given, not on how long anything took.
+deadline arithmetic each call was given, not on how long anything took; but for the hook that runs in
+its own process on a busy machine, where the whole process is timed.
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -93,3 +98,72 @@ def test_every_llm_call_of_a_hook_ends_two_seconds_before_its_budget(
     assert max(seen) <= started + allowed - hooks.KEPT_S
     if event == "prompt":
         assert MEMORY in json.loads(stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.mark.slow
+def test_an_in_process_prompt_hook_on_a_busy_machine_ends_two_seconds_before_its_budget(
+    home: Path,
+) -> None:
+    """`OCTY_NO_SERVICE=1`, a model that never answers, and two CPU burners: the hook process (its
+    imports, the embedding model, the store and the LLM calls included) exits 0 with `KEPT_S` left."""
+    cli_json("memory", "add", MEMORY, "--type", "fact", "--json")
+    budget = 6.0
+    payload = {
+        "session_id": "margin-busy",
+        "cwd": str(Path.cwd()),
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "Who handles Anderson? From now on always run the contract tests first.",
+    }
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        with openai_server(itertools.repeat(slow(text_reply("too late"), 60))) as server:
+            env = {
+                **os.environ,
+                "OCTY_NO_SERVICE": "1",
+                "OCTY_HOOK_BUDGET_S": str(budget),
+                "OCTY_LLM_BASE_URL": server.base_url,
+                "OCTY_LLM_API_KEY": "sk-test",
+            }
+            started = time.monotonic()
+            result = subprocess.run(
+                [sys.executable, "-m", "octygraph.entry", "hook", "prompt"],
+                input=json.dumps(payload),
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=60,
+            )
+            took = time.monotonic() - started
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    assert result.returncode == 0, result.stderr
+    assert budget - took >= hooks.KEPT_S, f"took {took:.2f} s of {budget:g} s"
+    if result.stdout.strip():  # context, when the run got that far; never anything else
+        assert "hookSpecificOutput" in json.loads(result.stdout)
+
+
+def test_an_in_process_stop_that_does_not_fit_is_spooled_not_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Stop run still going when the process must end is left to the service: its payload is in the
+    spool, and the hook returns at its end, not when the run does."""
+    from octygraph.service import client, protocol
+
+    release = threading.Event()
+    monkeypatch.setattr(hooks, "answer", lambda *a, **k: release.wait(30) and "")
+    monkeypatch.setattr(client, "in_process_end", lambda *a: time.monotonic() + 0.2)
+    env = {"OCTYBOT_HOME": str(tmp_path), "OCTY_NO_SERVICE": "1"}
+    payload = json.dumps({"session_id": "s", "hook_event_name": "Stop", "stop_hook_active": False})
+    started = time.monotonic()
+    try:
+        result = client.run_hook("stop", payload.encode(), env=env, started=started)
+        took = time.monotonic() - started
+    finally:
+        release.set()
+    assert (result.via, result.stdout) == ("in-process", "")
+    assert took < 5
+    spooled = list(protocol.ServicePaths(tmp_path).spool_dir.glob("*.json"))
+    assert len(spooled) == 1
+    assert json.loads(spooled[0].read_text())["event"] == "stop"

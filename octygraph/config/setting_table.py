@@ -191,6 +191,10 @@ def value(name: str, env: Mapping[str, str]) -> Any:
 START_BUDGET_S = 8.0
 """SessionStart answers within this from the hook's start, whatever `OCTY_HOOK_BUDGET_S` says (Claude Code
 gives that hook 10 s). Kept here, where the stdlib-only thin client can read it too."""
+KEPT_S = 2.0
+"""Seconds of its budget every hook process keeps, whatever the LLM or the machine's load does: its
+process has ended (the service's answer printed, or an in-process run given up) this long before its
+budget, counted from the process's start, runs out. Here for the thin client, which keeps it too."""
 
 
 def default(name: str) -> Any:

@@ -55,6 +55,9 @@ HANDOFF_ACK_S = 0.12
 """How long a hand-off waits for the service's receipt before spooling the payload."""
 EXIT_MARGIN_S = 0.05
 """The watchdog ends the process this long before the budget runs out."""
+WRITE_GUARD_S = 0.5
+"""The watchdog lets an answer whose write has begun finish for at most this long."""
+KEPT_S = table.KEPT_S
 WAIT_MARGIN_S = 0.25
 """The prompt hook stops waiting for the service this long before its budget runs out."""
 UNKNOWN_START_S = 0.15
@@ -123,7 +126,8 @@ def start_watchdog(deadline: float, guard: Any) -> None:
 
     def watch() -> None:
         time.sleep(max(0.0, deadline - time.monotonic()))
-        guard.acquire(timeout=0.5)  # let a write that has begun finish; then nothing else starts
+        # Let a write that has begun finish; then nothing else starts.
+        guard.acquire(timeout=WRITE_GUARD_S)
         os._exit(0)
 
     _thread.start_new_thread(watch, ())
@@ -443,12 +447,67 @@ def home_problem(home: str | Path) -> str:
     return ""
 
 
-def _in_process(event: str, raw: bytes, started: float, team_note: str = "") -> tuple[str, str]:
-    """The hook run in this process: its stdout and its notice for the user."""
-    from octygraph.session import hooks
+def in_process_end(started: float, event: str, env: Mapping[str, str]) -> float:
+    """When (`time.monotonic()`) a hook run in its own process stops waiting for the run: `WAIT_MARGIN_S`
+    before the watchdog (its notice and answer to write), so the process is gone `KEPT_S` before its
+    budget ends."""
+    return started + watchdog_budget_s(event, env, False) - WAIT_MARGIN_S
 
+
+def _in_process(
+    event: str,
+    raw: bytes,
+    started: float,
+    team_note: str = "",
+    env: Mapping[str, str] | None = None,
+) -> tuple[str, str]:
+    """The hook run in this process, waited for until `in_process_end`: its stdout and its notice.
+
+    The run (its imports, the embedding model and the store included) goes on in a daemon thread, so no
+    import, model load, LLM call or thread join holds the process past that moment. What is not done by
+    then is left, and nothing stored is lost: a prompt's answer that came goes out, and its store half
+    is finished by the next service from the run's in-flight record (`octygraph.service.resume`); a stop
+    or session end not done is spooled for the service, as when no service takes one.
+    """
+    import threading
+
+    env = os.environ if env is None else env
+    until = in_process_end(started, event, env)
     notices: list[str] = []
-    stdout = hooks.answer(event, raw, started=started, notices=notices)
+    answered: list[str] = []
+    done = threading.Event()
+    settled = threading.Event()
+    returned: list[str] = []
+
+    def run() -> None:
+        try:
+            from octygraph.session import hooks
+
+            returned.append(
+                hooks.answer(
+                    event,
+                    raw,
+                    started=started,
+                    notices=notices,
+                    emit=answered.append,
+                    until=until,
+                    settled=settled.set,
+                )
+            )
+        finally:
+            done.set()
+
+    if until - time.monotonic() > 0:
+        threading.Thread(target=run, name="octy-hook", daemon=True).start()
+        done.wait(max(0.0, until - time.monotonic()))
+    if returned:
+        stdout = returned[0]
+    else:
+        stdout = answered[0] if answered else ""
+        if event in protocol.HANDOFF_EVENTS and not settled.is_set():
+            # Too late to finish here: the service does it when it (next) runs.
+            message = hook_request(event, raw, env, time.monotonic() - started)
+            spool(_path(protocol.home_dir(env)), message)
     if team_note and not notices:
         notices.append(f"team memory is off for now: {team_note}")
     return stdout, "".join(notices[:1])
@@ -628,6 +687,10 @@ def run_hook(
     home = protocol.home_dir(env)
     if event in protocol.HANDOFF_EVENTS:
         deadline = Deadline(started, HANDOFF_BUDGET_S)
+    elif env.get("OCTY_NO_SERVICE") == "1" or not start_if_missing:
+        # Whatever is asked first (a team server, a service), this process may answer in the end: all
+        # of it is over by then, `KEPT_S` before the budget.
+        deadline = Deadline(started, in_process_end(started, event, env) - started)
     else:
         deadline = Deadline(started, hook_budget_s(event, env) - WAIT_MARGIN_S)
     result = HookResult("", "skipped", "OCTY_NO_SERVICE=1", fallback=True)
@@ -658,7 +721,7 @@ def run_hook(
     # No service (OCTY_NO_SERVICE=1, or the `python -m octygraph hook` route): run it here, within
     # the watchdog's budget.
     try:
-        stdout, notice = _in_process(event, raw, started, team_note)
+        stdout, notice = _in_process(event, raw, started, team_note, env)
         return HookResult(stdout, "in-process", result.note or team_note, notice=notice)
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
@@ -769,9 +832,14 @@ def watchdog_budget_s(event: str, env: Mapping[str, str], start_if_missing: bool
     """How long, from process start, the hook process may live at most."""
     budget = hook_budget_s(event, env)
     in_process = env.get("OCTY_NO_SERVICE") == "1" or not start_if_missing
+    if in_process:
+        # In-process, a stop run gets four prompt budgets, as in the service. Whatever the run does,
+        # the process (an answer's write included) is gone `KEPT_S` before the budget ends.
+        if event in protocol.HANDOFF_EVENTS:
+            budget *= 4
+        return max(0.0, budget - KEPT_S - WRITE_GUARD_S - EXIT_MARGIN_S)
     if event in protocol.HANDOFF_EVENTS:
-        # In-process, a stop run gets four prompt budgets, as in the service.
-        return budget * 4 if in_process else HANDOFF_BUDGET_S * 2
+        return HANDOFF_BUDGET_S * 2
     return budget - EXIT_MARGIN_S
 
 

@@ -39,7 +39,7 @@ log = logging.getLogger("octygraph.hooks")
 
 ANSWER_MARGIN_S = 0.75
 """A prompt run stops this long before its deadline's end, to write its trace and answer."""
-KEPT_S = 2.0
+KEPT_S = table.KEPT_S
 """Seconds of its budget every hook keeps, whatever the LLM does: the run's deadline (and so every LLM
 call, bounded by it) ends this much before the budget, on top of `ANSWER_MARGIN_S`. On a loaded machine
 the answer still goes out in time."""
@@ -62,6 +62,12 @@ def run_deadline(started: float, budget_s: float) -> float:
     `Context.llm_config`), so a slow or hanging model never eats the last `KEPT_S` seconds.
     """
     return started + budget_s - KEPT_S - ANSWER_MARGIN_S
+
+
+def _deadline(started: float, budget_s: float, until: float | None) -> float:
+    """`run_deadline`, and in a hook's own process no later than `ANSWER_MARGIN_S` before `until`."""
+    deadline = run_deadline(started, budget_s)
+    return deadline if until is None else min(deadline, until - ANSWER_MARGIN_S)
 
 
 def degraded_notice(exc: BaseException, settings: Settings | None) -> str:
@@ -223,6 +229,7 @@ async def handle(
     stores: StoreLease | None = None,
     started: float | None = None,
     checkpointers: CheckpointerLease | None = None,
+    until: float | None = None,
 ) -> HookReply:
     """Turn one hook call (its event and stdin bytes) into its stdout text; never raises.
 
@@ -236,6 +243,8 @@ async def handle(
         stores: How to get the project's store (default: open it and close it after the run).
         started: `time.monotonic()` when the hook started; the prompt budget counts from there.
         checkpointers: How to get the project's checkpointer (default: open one per run).
+        until: `time.monotonic()` by which the hook's own process stops waiting for the run (see
+            `answer`): the run's deadline ends `ANSWER_MARGIN_S` before it. None in the service.
 
     Returns:
         The stdout text (the documented JSON, or "") and the after-run work, still to be done by the caller.
@@ -249,7 +258,7 @@ async def handle(
             return HookReply()
         settings = _settings(request.cwd or cwd, env)
         _configure_logging(settings)
-        reply = await _dispatch(settings, request, env, started, stores, checkpointers)
+        reply = await _dispatch(settings, request, env, started, stores, checkpointers, until)
         if request.session_id:
             reply.session = HookSession(
                 settings,
@@ -275,14 +284,15 @@ async def _dispatch(
     started: float,
     stores: StoreLease,
     checkpointers: CheckpointerLease | None,
+    until: float | None,
 ) -> HookReply:
     if isinstance(request, hook_io.PromptRequest):
-        return await _prompt(settings, request, started, stores, checkpointers)
+        return await _prompt(settings, request, started, stores, checkpointers, until)
     if isinstance(request, hook_io.StopRequest):
-        return await _stop(settings, request, started, stores, checkpointers)
+        return await _stop(settings, request, started, stores, checkpointers, until)
     if isinstance(request, hook_io.SessionStartRequest):
         return await _session_start(
-            settings, request, os.environ if env is None else env, stores, started
+            settings, request, os.environ if env is None else env, stores, started, until
         )
     return HookReply(rest=asyncio.create_task(_session_end(settings, request, stores)))
 
@@ -293,11 +303,12 @@ async def _prompt(
     started: float,
     stores: StoreLease,
     checkpointers: CheckpointerLease | None,
+    until: float | None = None,
 ) -> HookReply:
     """UserPromptSubmit: answer with the retrieve half's context; the store half goes on in `rest`."""
     # The answer must reach the client before its budget (counted from the hook process's start)
     # runs out: the run stops early enough to leave room for writing its trace.
-    deadline = run_deadline(started, settings.hook_budget_s)
+    deadline = _deadline(started, settings.hook_budget_s, until)
     if deadline - time.monotonic() <= MIN_RUN_S:
         _record_failure(settings, "prompt", "no time left in the hook budget")
         return HookReply()
@@ -346,6 +357,7 @@ async def _stop(
     started: float,
     stores: StoreLease,
     checkpointers: CheckpointerLease | None,
+    until: float | None = None,
 ) -> HookReply:
     """Stop: store what the assistant's last message holds; nothing to answer."""
     result = await _run(
@@ -354,7 +366,7 @@ async def _stop(
         stop.session_id,
         store_only=True,
         # Four prompt budgets, as the in-process watchdog allows; the same margin kept.
-        deadline=run_deadline(started, settings.hook_budget_s * 4),
+        deadline=_deadline(started, settings.hook_budget_s * 4, until),
         stores=stores,
         checkpointers=checkpointers,
     )
@@ -367,6 +379,7 @@ async def _session_start(
     env: Mapping[str, str],
     stores: StoreLease,
     started: float,
+    until: float | None = None,
 ) -> HookReply:
     """SessionStart: forget the ledger after a compaction or a clear, then give the standing block.
 
@@ -382,7 +395,8 @@ async def _session_start(
         log_.forget()
     if not store_exists(settings):
         return HookReply()
-    left = run_deadline(started, min(settings.hook_budget_s, START_BUDGET_S)) - time.monotonic()
+    budget_s = min(settings.hook_budget_s, START_BUDGET_S)
+    left = _deadline(started, budget_s, until) - time.monotonic()
     if left <= MIN_RUN_S:
         _record_failure(settings, "session-start", "no time left in the hook budget", env)
         return HookReply()
@@ -455,12 +469,19 @@ async def _session_end(
 
 
 async def _answer(
-    event: str, raw: bytes, started: float | None, emit: Callable[[str], None] | None
+    event: str,
+    raw: bytes,
+    started: float | None,
+    emit: Callable[[str], None] | None,
+    until: float | None,
+    settled: Callable[[], None] | None,
 ) -> HookReply:
-    reply = await handle(event, raw, started=started)
+    reply = await handle(event, raw, started=started, until=until)
     if emit is not None:
         emit(reply.stdout)  # the prompt goes on now; the store half finishes below
     await reply.settle()
+    if settled is not None:
+        settled()
     return reply
 
 
@@ -471,14 +492,18 @@ def answer(
     started: float | None = None,
     notices: list[str] | None = None,
     emit: Callable[[str], None] | None = None,
+    until: float | None = None,
+    settled: Callable[[], None] | None = None,
 ) -> str:
     """Run one hook call in this process, do its bookkeeping, and return its stdout text; never raises.
 
     A notice for the user (memory degraded) is appended to `notices` when given. With `emit`, the stdout
-    text is handed to it as soon as it is ready, before the store half of the run is done.
+    text is handed to it as soon as it is ready, before the store half of the run is done; `settled` is
+    called once the run (its store half included) is done, before the bookkeeping. `until` is when the
+    caller stops waiting (see `handle`).
     """
     try:
-        reply = asyncio.run(_answer(event, raw, started, emit))
+        reply = asyncio.run(_answer(event, raw, started, emit, until, settled))
         if reply.notice and notices is not None:
             notices.append(reply.notice)
     except BaseException as exc:
