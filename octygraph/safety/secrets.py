@@ -61,6 +61,9 @@ _TOKEN_PATTERNS: Final[tuple[str, ...]] = (
     r"\bLTAI[A-Za-z0-9]{20}\b",  # Alibaba Cloud
     r"\bFlyV1 [A-Za-z0-9+/=_,-]{20,}",  # Fly.io
     r"\bfo1_[A-Za-z0-9_-]{40,}",
+    r"\blsv2_(?:pt|sk)_[0-9a-f]{32}_[0-9a-f]{10}\b",  # LangSmith
+    r"\bpat[A-Za-z0-9]{14}\.[0-9a-f]{64}\b",  # Airtable
+    r"\bAAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}",  # Firebase Cloud Messaging server key
     r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b",  # age
     r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b",  # Telegram bot token
     r"\b[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}",  # Azure AD client secret
@@ -101,11 +104,21 @@ _STRONG_LABEL: Final = (
 _WEAK_LABEL: Final = r"[\w.-]*(?:key|auth|sig|signature|pass|dsn)"
 _ASSIGN_VALUE: Final = r"[\"']?\s*(?:=|:|=>)\s*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s'\";,&]+)"
 _KEY_ASSIGN: Final = re.compile(rf"(?i)(\b{_STRONG_LABEL}{_ASSIGN_VALUE}")
+# `"private_key_id": "x"`, `client_secret_value=x`: a strong label with a suffix holds a secret
+# when its value looks like one (`token_count: 5`, `token_type: bearer` do not).
+_SUFFIXED_ASSIGN: Final = re.compile(rf"(?i)(\b{_STRONG_LABEL}[\w.-]+{_ASSIGN_VALUE}")
+# ... but not one that names something about the secret (`TOKENIZER_SHA256`, `SECRET_NAMES`).
+_METADATA_SUFFIX: Final = re.compile(
+    r"(?i)(?:names?|paths?|relpath|files?|dir|urls?|sha\d*|hash|digest|checksum|types?|count|len"
+    r"|length|size|env|var|field|header|prefix|suffix|hint)[\"']?\s*(?:=|:|=>)\s*$"
+)
+_CODE_VALUE: Final = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[\w.-]+/[\w./-]+\.\w+")
+"""`table.SECRET_NAMES`, `embeddings/data/tokenizer.json`: a name or a file, not a value."""
 _WEAK_ASSIGN: Final = re.compile(rf"(?i)(\b{_WEAK_LABEL}{_ASSIGN_VALUE}")
 _LABELLED: Final = re.compile(
-    r"(?i)\b((?:pass(?:word|phrase|wd)?|pwd|secret|api[ _-]?key|access[ _-]?(?:token|key)|"
+    r"(?i)\b((?:pass(?:word|phrase|wd)?|pwd|pw|secret|api[ _-]?key|access[ _-]?(?:token|key)|"
     r"auth[ _-]?token|private[ _-]?key|secret[ _-]?key|token)"
-    r"(?:\s+(?:for|of|on|in|to)\s+(?:the\s+)?[\w.-]+(?:\s+[\w.-]+)?){0,2}"
+    r"(?:\s+(?:for|of|on|in|to)\s+(?:the\s+)?[\w.-]+(?:\s+[\w.-]+){0,2}){0,2}"
     r"\s*(?:[:=]|\bis\b|\bwas\b)\s*)(\"[^\"]+\"|'[^']+'|\S+)"
 )
 # "password hunter2": a label then, with no separator, a value that is plainly not a word.
@@ -153,10 +166,154 @@ _FIELD_WORDS: Final = frozenset(
     """password passwords pass passwd pwd passphrase pw secret token key login user username email
     pin code""".split()
 )
-_VERSION: Final = re.compile(r"v?\d[\w.+-]*")
+_VERSION: Final = re.compile(r"v?\d+(?:[.+-]\w+)*")
 """`16-alpine`, `3.12-slim`, `v2.1`: an image tag or version after a colon, not a password."""
 _HIGH_ENTROPY: Final = re.compile(r"(?<![\w/+=.-])[A-Za-z0-9+/_=-]{32,}(?![\w/+=-])")
 """A long run of key-like characters; kept unless it looks random (see `_looks_random`)."""
+
+# Passwords labelled in other languages: "das Passwort ist X", "la contraseña es X", "hasło to X",
+# "пароль X", "パスワードはXです". The value must look like a password (see `_prose_secret`).
+_FOREIGN_LABEL: Final = (
+    r"passwort|kennwort|mot\s+de\s+passe|mdp|contrase[ñn]a|clave|senha|password|wachtwoord"
+    r"|has[łl]o|пароль|l[öo]senord(?:et)?|[şs]ifre(?:si)?|salasana|adgangskode(?:n)?|heslo"
+    r"|jelsz[óo](?:t|ja)?|parol[aă]"
+)
+_FOREIGN_CONNECTOR: Final = (
+    r"\s*[:=：—–]\s*|\s+(?:(?:is|ist|lautet|est|es|era|è|é|e|to|är|er|jest|je|on|olarak|van|"
+    r"var|was)\s+)?"
+)
+# "la clave del router es X", "das Passwort für den Server ist X".
+_FOREIGN_OF: Final = (
+    r"(?:del?|des|du|der|den|dem|di|della|do|da|van|voor|för|till|dla|для|od|für|pour|para|per)"
+)
+_FOREIGN: Final = re.compile(
+    rf"(?i)(?<![\w-])((?:{_FOREIGN_LABEL})(?:\s+{_FOREIGN_OF}\s+(?:\w+\s+)?[\w-]+)?"
+    rf"(?:{_FOREIGN_CONNECTOR}))([^\s\"',;，、。]+)"
+)
+_CJK: Final = re.compile(
+    r"((?:パスワード|暗証番号|密码|密碼|口令|비밀번호|암호)\s*(?:は|が|:|：|是|为|為|는|은|=)?\s*)"
+    r"([!-~]+)"
+)
+# "reset the admin password to X", "the key is X", "application key for the Mortimer dashboards is
+# X", "user admin pass X": a secret's label, up to four words, a connector and a value that looks
+# like a secret ("the key is in the drawer" and "primary key is id" hold none).
+_PROSE_LABEL: Final = r"pass(?:word|phrase|wd)?|pwd|pw|secret|key|token|pat|credentials?"
+_CONNECTOR_WORDS: Final = r"is|was|are|to|with|as|stays|remains"
+_PROSE: Final = re.compile(
+    rf"(?i)\b((?:{_PROSE_LABEL})\b(?:\s+(?!(?:{_CONNECTOR_WORDS})\b)[\w'-]+(?:\.[\w'-]+)*){{0,4}}?"
+    rf"(?:\s*[:=]\s*|\s+(?:{_CONNECTOR_WORDS})\s+))([^\s\"']+)"
+)
+# "user admin pass X", "kiosk and pass X": `pass` or `pw` right before a password.
+_BARE_PASS: Final = re.compile(r"(?i)(?<![\w-])((?:pass|pw)\s+)(?=[^\s\"',;]*\d)([^\s\"',;]{6,})")
+# "Log into the console as aiko with X", "ssh in as deploy using X".
+_LOGIN_WITH: Final = re.compile(
+    r"(?i)(\b(?:log(?:ged)?\s*(?:in|on)(?:to)?|sign(?:ed)?\s*in(?:to)?|ssh|connect\w*)\b"
+    r"[^.\n]{0,60}?\bas\s+[\w.@-]+\s+(?:with|using)\s+(?:(?:the\s+)?password\s+)?)([^\s\"',;]+)"
+)
+_NOT_PASSWORD_LABEL: Final = re.compile(r"(?i)(?:key|token|pat|secret|credential|clave|parol)")
+_SYMBOLS: Final = frozenset("!@#$%^&*+=~?")
+_CODE_CHARS: Final = frozenset("()[]{}<>`")
+"""`key = self._key(settings)`, `{key: data[key]}`: code, not a value."""
+_NOT_SECRET_SHAPE: Final = re.compile(
+    r"[~.]?/.*|.*://.*|[\w.+-]+@[\w-]+\.[\w.-]+|v?\d+(?:[.+-]\w+)*|[\d\W_]+"
+    r"|(?:\d+)?[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*|[A-Za-z][a-z]*(?:-[A-Za-z][a-z]*)+"
+    r"|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|(?:sha\d+|md5):\w+"
+)
+"""A path, URL, email, version, number, a word or CamelCase name (`1Password`, `useEffect2`), an
+identifier (`x86_64`, `MyClass.method`) or a digest (`sha256:...`)."""
+
+
+def _prose_secret(value: str, password: bool = False) -> bool:
+    """Whether a value in a sentence is a secret: a symbol, a digit or inner capitals, 6+ long.
+
+    After a password's own label (`password`, `pw`, `Passwort`) letters and digits are enough
+    (`Summer2024`); after `key` or `token` a word or name with a digit (`useEffect2`) is not one.
+    """
+    bare = value.rstrip(".,;:)!?")
+    if len(bare) < 6 or _plain_value(bare) or any(c in _CODE_CHARS or c.isspace() for c in bare):
+        return False
+    if password and any(c.isdigit() for c in bare) and any(c.isalpha() for c in bare):
+        return _NOT_SECRET_SHAPE.fullmatch(bare) is None or bare[:1].isupper()
+    if _NOT_SECRET_SHAPE.fullmatch(bare):
+        return False
+    if re.fullmatch(r"[0-9a-fA-F]{32,}", bare):
+        return True
+    digit = any(c.isdigit() for c in bare)
+    symbol = any(c in _SYMBOLS for c in bare)
+    inner_upper = any(c.isupper() for c in bare[1:]) and any(c.islower() for c in bare)
+    return (digit or symbol or inner_upper) and any(c.isalpha() for c in bare)
+
+
+# Unlabelled random tokens: 40+ lower-case letters and digits at random (an Azure DevOps PAT), and
+# base32 seeds after "seed", "TOTP", "2FA" or 32 characters long.
+_LOWER_TOKEN: Final = re.compile(r"(?<![\w/.@-])[a-z0-9]{40,}(?![\w/@-])")
+_BASE32: Final = re.compile(r"(?<![\w/.-])[A-Z2-7]{16,}(?![\w/-])")
+_OTP_CUE: Final = re.compile(r"(?i)\b(?:seed|secret|totp|otp|2fa|mfa|authenticator)\b[^.\n]{0,40}$")
+_COMMIT_CUE: Final = re.compile(r"(?i)\b(?:commit|sha|rev(?:ision)?|hash|digest|checksum)\W*$")
+
+
+def _random_lower(token: str) -> bool:
+    digits = sum(c.isdigit() for c in token)
+    if re.fullmatch(r"[0-9a-f]+", token):
+        return False  # hashes and commit SHAs are hex; a labelled hex key is caught by its label
+    return digits >= 6 and digits >= 0.12 * len(token) and _entropy(token) >= 4.2
+
+
+# 2FA backup and recovery codes: the list of code-like groups after "backup codes".
+_CODE: Final = r"(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]{3,10}(?:-[A-Za-z0-9]{3,10}){0,3}"
+_BACKUP_CODES: Final = re.compile(
+    rf"(?i)(\b(?:backup|recovery|2fa|mfa|scratch)\s+codes?\b[^\n:]{{0,50}}?"
+    rf"(?:\s*[:=]\s*|\s+(?:are|is|were)\s+))({_CODE}(?:[,;]?\s+{_CODE}|[,;]\s*{_CODE})+)"
+)
+# `<password>x</password>`, `<apiToken>x</apiToken>`: an element named for a secret.
+_XML_SECRET: Final = re.compile(
+    r"(?i)(<((?:[\w.-]*:)?[\w.-]*(?:password|passwd|secret|token|api_?key|key)[\w.-]*)"
+    r"(?:\s[^<>]*)?>)([^<>\n]+)(</\2>)"
+)
+_TABLE_SECRET_COLUMN: Final = re.compile(
+    r"(?i)\b(?:passwords?|passwd|pwd|pw|pass|secrets?|tokens?|(?:api[ _-]?)?keys?|credentials?)\b"
+)
+_TABLE_RULE: Final = re.compile(r"\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*")
+
+
+def _cells(line: str) -> list[str]:
+    return line.strip().strip("|").split("|")
+
+
+def _redact_tables(text: str) -> tuple[str, int]:
+    """Redact a Markdown table's cells under a password, secret, token or key header."""
+    if "|" not in text or "---" not in text:
+        return text, 0
+    lines = text.split("\n")
+    count = 0
+    i = 0
+    while i + 1 < len(lines):
+        header = lines[i]
+        if "|" in header and _TABLE_RULE.fullmatch(lines[i + 1]):
+            columns = [
+                n for n, cell in enumerate(_cells(header)) if _TABLE_SECRET_COLUMN.search(cell)
+            ]
+            j = i + 2
+            while j < len(lines) and "|" in lines[j] and columns:
+                cells = _cells(lines[j])
+                changed = False
+                for n in columns:
+                    value = cells[n].strip() if n < len(cells) else ""
+                    weak = not re.search(r"(?i)pass|pw|secret|token", _cells(header)[n])
+                    if not value or _plain_value(value) or (weak and not _secret_like(value)):
+                        continue
+                    cells[n] = cells[n].replace(value, REDACTED)
+                    changed = True
+                    count += 1
+                if changed:
+                    lead = "|" if lines[j].lstrip().startswith("|") else ""
+                    tail = "|" if lines[j].rstrip().endswith("|") else ""
+                    lines[j] = lead + "|".join(cells) + tail
+                j += 1
+            i = j
+        else:
+            i += 1
+    return "\n".join(lines), count
 
 
 def _entropy(text: str) -> float:
@@ -253,6 +410,8 @@ def _pair_password(text: str, match: re.Match[str]) -> bool:
             and cue.group("strong") is not None
             and (not gap.strip() or _ENDS_AS_LABEL.search(gap) is not None)
         )
+        if user.lower() in _ACCOUNTS and " " in sep and _strong(value):
+            return True  # "use root / pB*s23k-D5" names the account and its password
         return cued and ((" " in sep and labelled) or _secret_like(value) or _strong(value))
     if cued or user.lower() in _ACCOUNTS:
         return _secret_like(value) or (any(c.isdigit() for c in value) and len(value) >= 4)
@@ -286,7 +445,10 @@ def redact_secrets(text: str) -> tuple[str, int]:
     Covers provider keys and tokens (AWS, GitHub, GitLab, Slack, Stripe, SendGrid, Twilio, Google,
     package-index tokens, ...), webhooks, JWTs, PEM private keys, Authorization headers, passwords in
     URLs and DSNs, `NAME_KEY=value` / `db_password=value` / `AccountKey=value` assignments,
-    "password: x" / "password is x" / "password x", and long random-looking tokens.
+    "password: x" / "password is x" / "password x", passwords labelled in other languages ("das
+    Passwort ist x", "パスワードはxです"), prose ("reset the password to x", "the key is x"), 2FA
+    backup codes, XML elements and Markdown table columns named for a secret, and long
+    random-looking tokens (base32 seeds, lower-case personal access tokens).
 
     Returns:
         The redacted text and the number of secrets replaced.
@@ -345,6 +507,20 @@ def redact_secrets(text: str) -> tuple[str, int]:
     text = keep_label(_BEARER, text)
     text = keep_label(_ENV_ASSIGN, text)
     text = keep_label(_KEY_ASSIGN, text)
+
+    def suffixed(match: re.Match[str]) -> str:
+        nonlocal count
+        value = match.group(2)
+        bare = value.strip("\"'")
+        if _METADATA_SUFFIX.search(match.group(1)) or _CODE_VALUE.fullmatch(bare):
+            return match.group(0)
+        if not _prose_secret(bare):
+            return match.group(0)
+        count += 1
+        quote = value[0] if value[:1] in "\"'" and value[-1:] == value[:1] else ""
+        return f"{match.group(1)}{quote}{REDACTED}{quote}"
+
+    text = _SUFFIXED_ASSIGN.sub(suffixed, text)
     text = keep_label(_WEAK_ASSIGN, text, test=True)
 
     def labelled(match: re.Match[str]) -> str:
@@ -355,6 +531,62 @@ def redact_secrets(text: str) -> tuple[str, int]:
 
     text = _LABELLED.sub(labelled, text)
     text = keep_label(_BARE_LABEL, text)
+
+    def prose(match: re.Match[str]) -> str:
+        nonlocal count
+        value = match.group(2)
+        # `key`, `token`, `clave` (key), `parola` (word) name other things too: stricter there.
+        password = _NOT_PASSWORD_LABEL.match(match.group(1)) is None
+        if not _prose_secret(value, password):
+            return match.group(0)
+        count += 1
+        bare = value.rstrip(".,;:)!?")
+        return f"{match.group(1)}{REDACTED}{value[len(bare) :]}"
+
+    for pattern in (_FOREIGN, _CJK, _PROSE, _BARE_PASS, _LOGIN_WITH):
+        text = pattern.sub(prose, text)
+
+    def codes(match: re.Match[str]) -> str:
+        nonlocal count
+        count += 1
+        return f"{match.group(1)}{REDACTED}"
+
+    text = _BACKUP_CODES.sub(codes, text)
+
+    def xml(match: re.Match[str]) -> str:
+        nonlocal count
+        value, tag = match.group(3), match.group(2).lower()
+        strong = re.search(r"pass|secret|token|api_?key", tag) is not None
+        if _plain_value(value) or (not strong and not _secret_like(value)):
+            return match.group(0)
+        count += 1
+        return f"{match.group(1)}{REDACTED}{match.group(4)}"
+
+    text = _XML_SECRET.sub(xml, text)
+    text, n = _redact_tables(text)
+    count += n
+
+    def lower_token(match: re.Match[str]) -> str:
+        nonlocal count
+        if not _random_lower(match.group()):
+            return match.group()
+        count += 1
+        return REDACTED
+
+    text = _LOWER_TOKEN.sub(lower_token, text)
+
+    def base32(match: re.Match[str]) -> str:
+        nonlocal count
+        token = match.group()
+        before = match.string[max(0, match.start() - 60) : match.start()]
+        if not any(c.isdigit() for c in token) or not any(c.isalpha() for c in token):
+            return token
+        if len(token) < 32 and not _OTP_CUE.search(before):
+            return token
+        count += 1
+        return REDACTED
+
+    text = _BASE32.sub(base32, text)
 
     def entropy(match: re.Match[str]) -> str:
         nonlocal count

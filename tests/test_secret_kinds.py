@@ -1,0 +1,288 @@
+"""Credential shapes by kind: each loses its secret and keeps the rest of the sentence.
+
+Passwords labelled in other languages, English prose ("reset the password to X"), labels with a
+suffix (`private_key_id`), unlabelled random tokens, 2FA backup codes, provider keys, `curl -u`,
+XML elements and Markdown table columns. Look-alikes (versions, hashes, identifiers) stay.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from octygraph.safety.secrets import redact_secrets
+
+# (kind, text, secret, kept)
+CASES = (
+    # Passwords labelled in other languages.
+    (
+        "de",
+        "Raj verwaltet den Server, das Passwort ist !jTQhdC3tN#",
+        "jTQhdC3tN",
+        "das Passwort ist",
+    ),
+    (
+        "de-colon",
+        "Zugang: Benutzer test, Kennwort: WFhCDz-V&B4vf*",
+        "WFhCDz-V",
+        "Benutzer test, Kennwort:",
+    ),
+    ("fr", "Tom gère la base, le mot de passe est mRdK4-pvXe", "mRdK4-pvXe", "le mot de passe est"),
+    (
+        "fr-mdp",
+        "Accès Pritchard : identifiant admin, mdp SS-wL2exzJrbP8%",
+        "wL2exzJrbP8",
+        "identifiant admin, mdp",
+    ),
+    (
+        "es",
+        "Fatima administra el servidor; la contraseña es JgGg2u%-kT",
+        "JgGg2u",
+        "la contraseña es",
+    ),
+    ("es-clave", "La clave del router es Qz7-mPw2xL", "Qz7-mPw2xL", "La clave del router es"),
+    ("pt", "O banco Sterling é do Dana, a senha é Yi_GxX8PI&uj", "Yi_GxX8PI", "a senha é"),
+    (
+        "it",
+        "Il server è gestito da Tom, la password è 4o0S$DIeGPb4L@tP",
+        "4o0S$DIeG",
+        "la password è",
+    ),
+    (
+        "nl",
+        "Peter beheert Vanterpool; het wachtwoord is 8bP3%%VwOto-lfV",
+        "8bP3",
+        "het wachtwoord is",
+    ),
+    ("pl", "Serwer Whitaker prowadzi Sven, hasło to vk8cZ@f2XeeI8Uk2", "vk8cZ", "hasło to"),
+    ("ru", "Сервер Albright ведёт Omar, пароль MY.95akKuI", "95akKuI", "Omar, пароль"),
+    (
+        "ja",
+        "Brennanの環境はMariaが管理していて、パスワードは8W.kGMSIH$Q66Hです",
+        "kGMSIH",
+        "パスワードは",
+    ),
+    ("zh", "Brennan 的数据库密码是Xk29!pLm4q，别外传", "Xk29", "密码是"),
+    ("ko", "서버 비밀번호는 Gh7$kLp2Qw 입니다", "Gh7$kLp2Qw", "비밀번호는"),
+    ("sv", "Priya sköter Cornwall-databasen, lösenordet är i.sQzS&ty0Ed", "sQzS", "lösenordet är"),
+    ("tr", "Devereux sunucusunu Maria yönetiyor, şifre P$NjSwod0i", "NjSwod0i", "yönetiyor, şifre"),
+    ("fi", "Palvelimen salasana on Vx8#kPq2Lm", "Vx8#kPq2Lm", "salasana on"),
+    ("da", "Routerens adgangskode er Rt5&mWq9Zp", "Rt5&mWq9Zp", "adgangskode er"),
+    ("cs", "Heslo je Pq4!zXw8Lm pro server", "Pq4!zXw8Lm", "pro server"),
+    ("hu", "A jelszó: Kj3#vNm8Qx", "Kj3#vNm8Qx", "A jelszó:"),
+    # English prose.
+    (
+        "prose-pass",
+        "Chloe set up the Blanchard NAS, user admin pass 97xlgESXFg",
+        "97xlgESXFg",
+        "user admin pass",
+    ),
+    (
+        "prose-pass-and",
+        "The kiosk login is kiosk and pass qFrkGQCUp7TJ if anyone asks.",
+        "qFrkGQCUp7TJ",
+        "if anyone asks",
+    ),
+    ("prose-pw", "Valentino Jenkins: user dana, pw: c&tYm$wz2hq", "tYm$wz2hq", "user dana, pw:"),
+    (
+        "slash-root",
+        "For the router use root / pB*s23k-D5*Xx (ask Priya first).",
+        "s23k-D5",
+        "use root / ",
+    ),
+    (
+        "login-with",
+        "Log into the Dalgleish console as aiko with vXnt2sqLKOjq5x.",
+        "vXnt2sqLKOjq5x",
+        "as aiko with",
+    ),
+    (
+        "shared-secret",
+        "The shared secret for the Fairchild RADIUS server is N&c8O$Y!oYS5mkF; Dana keeps it.",
+        "oYS5mkF",
+        "Dana keeps it",
+    ),
+    (
+        "wifi-key",
+        "The office Wi-Fi is Garrity-Guest and the key is NwDOxmcW21pjX.",
+        "NwDOxmcW21pjX",
+        "Garrity-Guest and the key is",
+    ),
+    (
+        "reset-to",
+        "Luis reset the Kirkpatrick admin password to w%UPEDIK8uPfg yesterday.",
+        "UPEDIK8uPfg",
+        "yesterday",
+    ),
+    (
+        "changed-to",
+        "btw Omar changed the staging password to miT2G4Japjqq5H, update your notes",
+        "miT2G4Japjqq5H",
+        "update your notes",
+    ),
+    (
+        "app-key-hex",
+        "Aiko's Datadog application key for the Mortimer dashboards is b2ce8c430acf775fb98d344a5acf8cc423426eb0.",
+        "b2ce8c430acf775fb98d",
+        "Mortimer dashboards is",
+    ),
+    # Labels with a suffix.
+    (
+        "key-id",
+        'The key file has "private_key_id": "9884c7bafb9652f0f109efd9de624d0f00c7de35".',
+        "9884c7bafb96",
+        '"private_key_id": ',
+    ),
+    (
+        "secret-value",
+        "Set client_secret_value=Zq8xPm2Lw9Kc in the portal.",
+        "Zq8xPm2Lw9Kc",
+        "client_secret_value=",
+    ),
+    # Random-looking tokens without a label.
+    (
+        "ado-pat",
+        "Sven uses the PAT krhulycnp8ljo8tdosr2rsn056md6l6zl3ryp2yiow0out2x7b3k for the pipelines.",
+        "krhulycnp8ljo8",
+        "for the pipelines",
+    ),
+    (
+        "lower-token",
+        "Pipelines run with krhulycnp8ljo8tdosr2rsn056md6l6zl3ryp2yiow0out2x7b3k daily.",
+        "krhulycnp8ljo8",
+        "run with",
+    ),
+    (
+        "hmac-hex",
+        "The Cavendish HMAC key is 8b2cb71714bf401808d36c3d906ddc1c0b2bd6310611948c7cea38017e576862",
+        "8b2cb71714bf",
+        "HMAC key is",
+    ),
+    (
+        "totp-seed",
+        "The Osei TOTP seed is 2OHRNC5UOLS75EPCUVRDGO32K2D32CRK; Luis has it too.",
+        "2OHRNC5UOLS75",
+        "Luis has it too",
+    ),
+    (
+        "base32-long",
+        "Add 2OHRNC5UOLS75EPCUVRDGO32K2D32CRK to the authenticator app.",
+        "2OHRNC5UOLS75",
+        "to the authenticator app",
+    ),
+    # 2FA backup and recovery codes.
+    (
+        "backup-codes",
+        "Peter's GitHub backup codes are 95306-99795 59791-62586 55408-65954 33054-36025",
+        "59791-62586",
+        "backup codes are",
+    ),
+    (
+        "recovery-codes",
+        "Recovery codes for the AWS root: wxbs-22uj, d8vb-u9qa, a5jb-s44e, g98g-cetz",
+        "d8vb-u9qa",
+        "for the AWS root:",
+    ),
+    # Provider keys.
+    (
+        "langsmith",
+        "Traces go to LangSmith with 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.",
+        "905672ba9f45d3",
+        "to LangSmith with",
+    ),
+    (
+        "airtable",
+        "Synced from Airtable using patUxX1NpTFHH6hLw.0137fd4caf7bd0632d1c8ee4fcda5e40a13b3d01112d6fb3b729ce8251e77572",
+        "patUxX1NpTFHH6hLw",
+        "from Airtable using",
+    ),
+    (
+        "fcm",
+        "Push uses FCM server key AAAAJQIQPq0:APA91bfxboFifk8YxZLQAt-HxxYMiGWcv7xUMkKAmJvP8vhmJfs5V0WIgUwaMNCnAGYiK7CferKa9tDdVP4jhrKZ-08sf6XmOAHEaaGQ5znvnBDvESriox39zROSOmYucgYmm29dsZpi.",
+        "AAAAJQIQPq0",
+        "FCM server key",
+    ),
+    # curl, XML, Markdown tables.
+    (
+        "curl-u",
+        "Check it with curl -u elastic:5VFvmVqmg6b https://es.thorne:9200",
+        "5VFvmVqmg6b",
+        "curl -u elastic:",
+    ),
+    (
+        "curl-user",
+        "curl --user deploy:Hq7zLx2Pwm https://ci.acme.io/api",
+        "Hq7zLx2Pwm",
+        "--user deploy:",
+    ),
+    (
+        "xml",
+        "The server entry has <username>deploy</username><password>mpvapgB2Orw9#n@</password>",
+        "mpvapgB2Orw9",
+        "<username>deploy</username><password>",
+    ),
+    (
+        "xml-token",
+        "<config><apiToken>Tk9xLm2PqW7z</apiToken></config>",
+        "Tk9xLm2PqW7z",
+        "</apiToken></config>",
+    ),
+    (
+        "md-table",
+        "| service | user | password |\n|---|---|---|\n| Arkwright | admin | ea3xvLzcZd8RLvc |",
+        "ea3xvLzcZd8RLvc",
+        "| Arkwright | admin |",
+    ),
+)
+
+
+@pytest.mark.parametrize(("kind", "text", "secret", "kept"), CASES, ids=[c[0] for c in CASES])
+def test_each_kind_loses_its_secret_and_keeps_the_rest(
+    kind: str, text: str, secret: str, kept: str
+) -> None:
+    clean, count = redact_secrets(text)
+    assert secret not in clean and count >= 1, clean
+    assert kept in clean, clean
+
+
+LOOK_ALIKES = (
+    "ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4",
+    "Download the x86_64 build for Linux",
+    "The hook is called useEffect2 in the new code",
+    "Verify it with sha256sum dist/octygraph-1.2.0.tar.gz",
+    "The run id is 3f2b8c1e-9d4a-4e7b-8a6c-1f2e3d4c5b6a",
+    "Then git checkout 9f8e7d6 and rebuild",
+    "It broke in commit 1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b last week",
+    "The password is stored in 1Password",
+    "The password is stored in the vault",
+    "The key is in the drawer",
+    "The primary key is id",
+    "docker run -p 8080:80 nginx",
+    "We upgraded to Python 3.12.4 and numpy 2.1.0rc1",
+    "The config lives in /etc/octygraph/settings.toml",
+    "Write to alice.smith@example.com about it",
+    "La contraseña es incorrecta",
+    "Das Passwort ist abgelaufen",
+    "le mot de passe est dans le coffre",
+    "The token is valid for 3600 seconds",
+    "She changed the password to something longer",
+    "Set the API key to ${OPENAI_API_KEY} first",
+    "The backup codes are stored in 1Password",
+    "<key>CFBundleName</key><string>Octy</string>",
+    "| name | key |\n|---|---|\n| id | primary |",
+    "Run pytest -p no:cacheprovider -q",
+    "The sort_key_name is created_at",
+    "Pass x86_64 as the arch",
+    "The key is MyClass.method",
+    "The key is sha256:abcdef0123456789",
+    "I noticed a spiderman pin on your purse. Is Spider-Man your favourite?",
+    "Single-pass ADD-only extraction",
+    "TOKENIZER_SHA256 = 'be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037'",
+    "key = self._key(settings)",
+    "la clave es fundamental",
+    "SHA d2a84f4b8b650937ec8f73cd8be2c74add5a911ba64df27458ed8229da804a26 matches",
+)
+
+
+@pytest.mark.parametrize("text", LOOK_ALIKES)
+def test_look_alikes_are_left_alone(text: str) -> None:
+    assert redact_secrets(text) == (text, 0)
