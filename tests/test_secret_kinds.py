@@ -13,6 +13,14 @@ from octygraph.safety.secrets import redact_secrets
 
 # (kind, text, secret, kept)
 CASES = (
+    # A value that holds `&` goes whole; a query parameter after `&` is not part of it.
+    ("ampersand", "PASSWORD=rsF$u8B&JI&v1H0 is the staging one", "JI&v1H0", "is the staging one"),
+    (
+        "query",
+        "The callback is https://x.example/cb?token=abc123def456&page=2",
+        "abc123def456",
+        "&page=2",
+    ),
     # Passwords labelled in other languages.
     (
         "de",

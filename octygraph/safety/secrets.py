@@ -102,7 +102,10 @@ _STRONG_LABEL: Final = (
     r"private[_-]?key|account[_-]?key|shared[_-]?access[_-]?key|client[_-]?secret)"
 )
 _WEAK_LABEL: Final = r"[\w.-]*(?:key|auth|sig|signature|pass|dsn)"
-_ASSIGN_VALUE: Final = r"[\"']?\s*(?:=|:|=>)\s*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s'\";,&]+)"
+# A bare value runs through `&` unless a query parameter follows (`?token=x&page=2`): `pa&ss1` is one value.
+_ASSIGN_VALUE: Final = (
+    r"[\"']?\s*(?:=|:|=>)\s*)(\"[^\"\n]*\"|'[^'\n]*'|(?:[^\s'\";,&]|&(?![\w.-]+=))+)"
+)
 _KEY_ASSIGN: Final = re.compile(rf"(?i)(\b{_STRONG_LABEL}{_ASSIGN_VALUE}")
 # `"private_key_id": "x"`, `client_secret_value=x`: a strong label with a suffix holds a secret
 # when its value looks like one (`token_count: 5`, `token_type: bearer` do not).
