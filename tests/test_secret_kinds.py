@@ -13,6 +13,26 @@ from octygraph.safety.secrets import redact_secrets
 
 # (kind, text, secret, kept)
 CASES = (
+    # A password by its shape alone, whatever the language around it.
+    (
+        "shape-es",
+        "La contraseña del servidor de correo mail.example.es es Vb7#qZ2mLx9w; lo administra Carlos.",
+        "Vb7#qZ2mLx9w",
+        "lo administra Carlos",
+    ),
+    (
+        "shape-quoted",
+        "Ivan's script runs sqlcmd -U sa -P 'Bw9$kZ3xMq7v' nightly.",
+        "Bw9$kZ3xMq7v",
+        "nightly",
+    ),
+    # A key with a slash in it is one value, not a user / password pair.
+    (
+        "slashed-key",
+        "Raj set up the IAM user: secret ObT/DqhQohvlyMPxBjko0bhGCZJv2fTR1d52JqmH.",
+        "ObT/",
+        "Raj set up the IAM user",
+    ),
     # A value that holds `&` goes whole; a query parameter after `&` is not part of it.
     ("ampersand", "PASSWORD=rsF$u8B&JI&v1H0 is the staging one", "JI&v1H0", "is the staging one"),
     (
@@ -253,6 +273,11 @@ def test_each_kind_loses_its_secret_and_keeps_the_rest(
 
 
 LOOK_ALIKES = (
+    "Recall@10 is 0.70 on LoCoMo.",
+    "- **A11y-First Selectors**: deterministic waits",
+    "Open https://chat.example/?apiUrl=http://localhost:2024&assistantId=graph&open=true",
+    "Write to bob.Smith2@acme.io about it.",
+    "AppId=67 goes in the manifest.",
     "ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4",
     "Download the x86_64 build for Linux",
     "The hook is called useEffect2 in the new code",

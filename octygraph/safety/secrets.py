@@ -319,6 +319,35 @@ def _redact_tables(text: str) -> tuple[str, int]:
     return "\n".join(lines), count
 
 
+_WORD_TOKEN: Final = re.compile(
+    r"""(^|[\s'"`(=:,;])([^\s'"`()<>\[\]{}]{8,64}?)([.,;:!?)'"`]*(?=\s|$))"""
+)
+"""A whitespace-delimited token, without the quotes and punctuation around it."""
+_PASSWORD_SYMBOLS: Final = frozenset("!@#$%^&*+=?~")
+
+
+def _password_shaped(token: str) -> bool:
+    """A password by its shape alone, in any language's sentence: upper and lower case, a digit and
+    a symbol such as `!#$%`, with no sign of being code, a path, an address or a variable."""
+    if (
+        REDACTED in token
+        or "://" in token
+        or "/" in token
+        or "\\" in token
+        or "=" in token  # an assignment or a query string: the label rules judge those
+        or token[0] in "$@#%&*"  # a variable, decorator, handle, anchor or Markdown emphasis
+        or re.fullmatch(r"[^@\s]+@[\w-]+(?:\.[\w-]+)+", token)  # an e-mail address
+        or re.fullmatch(r"[A-Za-z]+@\d+", token)  # Recall@10
+    ):
+        return False
+    return (
+        any(c.isupper() for c in token)
+        and any(c.islower() for c in token)
+        and any(c.isdigit() for c in token)
+        and any(c in _PASSWORD_SYMBOLS for c in token)
+    )
+
+
 def _entropy(text: str) -> float:
     counts = Counter(text)
     return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
@@ -402,6 +431,8 @@ def _pair_password(text: str, match: re.Match[str]) -> bool:
     sep = user_sep[len(user) :]
     if value.lower() in _FIELD_WORDS or _plain_value(value) or _VERSION.fullmatch(value):
         return False
+    if sep == "/" and _looks_random(user + sep + value):
+        return False  # one key with a slash in it (AWS secrets have them): redacted whole, later
     cue = _PAIR_CUE.search(text[max(0, match.start() - 60) : match.start()])
     cued = cue is not None
     if sep.strip() == "/":  # `input/output`, `src/main`: a slash pairs only after a cue
@@ -599,6 +630,15 @@ def redact_secrets(text: str) -> tuple[str, int]:
         return REDACTED
 
     text = _HIGH_ENTROPY.sub(entropy, text)
+
+    def shaped(match: re.Match[str]) -> str:
+        nonlocal count
+        if not _password_shaped(match.group(2)):
+            return match.group(0)
+        count += 1
+        return f"{match.group(1)}{REDACTED}{match.group(3)}"
+
+    text = _WORD_TOKEN.sub(shaped, text)
     return text, count
 
 
