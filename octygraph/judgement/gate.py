@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 import numpy as np
@@ -31,6 +31,7 @@ from octygraph.judgement.linear import (
 from octygraph.judgement.ngrams import hashed_ngrams
 from octygraph.judgement.segments import Segment, segments
 from octygraph.judgement.shape import shape_features
+from octygraph.safety.secrets import REDACTED
 
 GATE_FILE: Final = "storage_gate.npz"
 KINDS: Final = ("rule", "preference", "fact", "decision", "plan")
@@ -58,6 +59,17 @@ class Judged:
 def judged_segments(message: str, *, assistant: bool) -> list[Segment]:
     """The units the gate judges; a reply is judged without its markdown decoration (`decoration`)."""
     return segments(plain_reply(message) if assistant else message)
+
+
+SECRET_AS_READ: Final = "kept in the vault"
+"""How the models read a redacted value. They were fitted on sentences without secrets, where "the
+root token is [REDACTED]" reads like pasted configuration; read as a value kept elsewhere, the
+sentence is judged on what it says about who holds what, and is stored redacted."""
+
+
+def as_read(text: str) -> str:
+    """`text` as the learned models read it: redacted values as a value kept elsewhere."""
+    return text.replace(REDACTED, SECRET_AS_READ)
 
 
 def gate_features(segs: list[Segment], vectors: np.ndarray, *, assistant: bool) -> np.ndarray:
@@ -148,7 +160,7 @@ class StorageGate:
         ]
         if not prose:
             return verdicts
-        chosen = [segs[i] for i in prose]
+        chosen = [replace(segs[i], text=as_read(segs[i].text)) for i in prose]
         vectors = self._embed([s.text for s in chosen])
         rows = gate_features(chosen, vectors, assistant=assistant)
         p_durable = (self.durable_assistant if assistant else self.durable).proba(rows)

@@ -28,7 +28,7 @@ from octygraph.embeddings.local import cached_local_embed
 from octygraph.judgement.analysis import ROLE_STATEMENT, Sentence, analyze, resolve_pronouns
 from octygraph.judgement.entities import Gazetteer, mentions, prompt_gazetteer
 from octygraph.judgement.forms import explicit_kind, reasoned_prohibition, reply_refusal
-from octygraph.judgement.gate import Judged, storage_gate
+from octygraph.judgement.gate import Judged, as_read, storage_gate
 from octygraph.judgement.instructions import detect_instruction, instruction_scope
 from octygraph.judgement.patterns import dangles, recorded_rules, refusal, verdict_refusals
 from octygraph.judgement.standalone import project_statement, standalone
@@ -292,9 +292,9 @@ def _verdict_items(
     if not prose:
         return None
     texts = [v.text for v in prose]
-    vectors = cached_local_embed(texts)  # the gate's own, from the cache
+    vectors = cached_local_embed([as_read(t) for t in texts])  # the gate's own, from the cache
     # Read without the gazetteer, as the verdict was fitted.
-    sentences = [analyze(text, today) for text in texts]
+    sentences = [analyze(as_read(text), today) for text in texts]
     views = [
         SegmentView(s, v.durable, bool(v.sentence)) for s, v in zip(sentences, prose, strict=True)
     ]
