@@ -129,9 +129,8 @@ def test_few_real_messages_are_judged_planted() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(
-    1500
-)  # embeds every sentence of the shared sessions: minutes on a busy machine
+# Embeds every sentence of the shared sessions: minutes on a busy machine.
+@pytest.mark.timeout(1500)
 @pytest.mark.skipif(not SHARED.exists(), reason="the shared data is not beside the repository")
 def test_the_shipped_planted_model_is_what_the_training_script_makes(tmp_path: Path) -> None:
     assert_script_makes_shipped("train_planted.py", "planted.npz", tmp_path)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
+import os
+import threading
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,24 +35,60 @@ def held_out(key: str) -> bool:
     return int.from_bytes(digest[:4], "big") / 2**32 < HELD_OUT_SHARE
 
 
+_KNOWN: dict[str, np.ndarray] | None = None
+"""The on-disk cache, read once per process and written once, when the process ends."""
+
+
+def _cache_path() -> Path:
+    from octygraph.embeddings import LOCAL_MODEL_ID
+
+    return CACHE / f"vectors-{hashlib.sha256(LOCAL_MODEL_ID.encode()).hexdigest()[:8]}.npz"
+
+
+def _save_cache() -> None:
+    """Write the cache whole to a temporary file that then replaces it: a run stopped mid-write
+    leaves the old cache, never a broken one."""
+    if not _KNOWN:
+        return
+    CACHE.mkdir(exist_ok=True)
+    path = _cache_path()
+    keys = sorted(_KNOWN)
+    partial = path.with_name(path.name + ".partial.npz")
+    np.savez(partial, texts=np.array(keys), vectors=np.stack([_KNOWN[k] for k in keys]))
+    os.replace(partial, path)
+
+
 def embed(texts: list[str]) -> np.ndarray:
     """Local-model vectors for `texts`, cached on disk by text (the model is fixed by the package)."""
+    global _KNOWN
     # Imported on use: the embeddings module loads langchain_core, a second's import.
-    from octygraph.embeddings import LOCAL_MODEL_ID, local_embeddings
+    from octygraph.embeddings import local_embeddings
 
-    CACHE.mkdir(exist_ok=True)
-    path = CACHE / f"vectors-{hashlib.sha256(LOCAL_MODEL_ID.encode()).hexdigest()[:8]}.npz"
-    known: dict[str, np.ndarray] = {}
-    if path.exists():
-        with np.load(path, allow_pickle=False) as data:
-            known = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
+    if _KNOWN is None:
+        _KNOWN = {}
+        path = _cache_path()
+        if path.exists():
+            try:
+                with np.load(path, allow_pickle=False) as data:
+                    _KNOWN = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
+            except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+                _KNOWN = {}  # unreadable: computed again, and written anew at exit
+    known = _KNOWN
     missing = sorted({t for t in texts if t not in known})
     if missing:
         vectors = local_embeddings().embed_array(missing)
         known.update(zip(missing, vectors, strict=True))
-        keys = sorted(known)
-        np.savez(path, texts=np.array(keys), vectors=np.stack([known[k] for k in keys]))
+        _GROWN.set()
     return np.stack([known[t] for t in texts]) if texts else np.zeros((0, 384), np.float32)
+
+
+_GROWN = threading.Event()
+
+
+@atexit.register
+def _save_if_grown() -> None:
+    if _GROWN.is_set():
+        _save_cache()
 
 
 def precision_recall(y: np.ndarray, keep: np.ndarray) -> tuple[float, float]:
