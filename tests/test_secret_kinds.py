@@ -273,6 +273,8 @@ def test_each_kind_loses_its_secret_and_keeps_the_rest(
 
 
 LOOK_ALIKES = (
+    "Let's pass the credentials to FFmpeg in the verify function.",
+    "To summarize the key points from this guide:\n\n**Where Cursor stores chat data:**",
     "Recall@10 is 0.70 on LoCoMo.",
     "- **A11y-First Selectors**: deterministic waits",
     "Open https://chat.example/?apiUrl=http://localhost:2024&assistantId=graph&open=true",

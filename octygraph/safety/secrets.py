@@ -203,8 +203,8 @@ _CJK: Final = re.compile(
 _PROSE_LABEL: Final = r"pass(?:word|phrase|wd)?|pwd|pw|secret|key|token|pat|credentials?"
 _CONNECTOR_WORDS: Final = r"is|was|are|to|with|as|stays|remains"
 _PROSE: Final = re.compile(
-    rf"(?i)\b((?:{_PROSE_LABEL})\b(?:\s+(?!(?:{_CONNECTOR_WORDS})\b)[\w'-]+(?:\.[\w'-]+)*){{0,4}}?"
-    rf"(?:\s*[:=]\s*|\s+(?:{_CONNECTOR_WORDS})\s+))([^\s\"']+)"
+    rf"(?i)\b((?:{_PROSE_LABEL})\b(?:[ \t]+(?!(?:{_CONNECTOR_WORDS})\b)[\w'-]+(?:\.[\w'-]+)*){{0,4}}?"
+    rf"(?:[ \t]*[:=][ \t]*|[ \t]+(?:{_CONNECTOR_WORDS})[ \t]+))([^\s\"']+)"
 )
 # "user admin pass X", "kiosk and pass X": `pass` or `pw` right before a password.
 _BARE_PASS: Final = re.compile(r"(?i)(?<![\w-])((?:pass|pw)\s+)(?=[^\s\"',;]*\d)([^\s\"',;]{6,})")
@@ -233,6 +233,8 @@ def _prose_secret(value: str, password: bool = False) -> bool:
     (`Summer2024`); after `key` or `token` a word or name with a digit (`useEffect2`) is not one.
     """
     bare = value.rstrip(".,;:)!?")
+    if bare.startswith(("*", "_")):  # Markdown emphasis: "the key points: **Where ...**"
+        return False
     if len(bare) < 6 or _plain_value(bare) or any(c in _CODE_CHARS or c.isspace() for c in bare):
         return False
     if password and any(c.isdigit() for c in bare) and any(c.isalpha() for c in bare):
@@ -243,7 +245,9 @@ def _prose_secret(value: str, password: bool = False) -> bool:
         return True
     digit = any(c.isdigit() for c in bare)
     symbol = any(c in _SYMBOLS for c in bare)
-    inner_upper = any(c.isupper() for c in bare[1:]) and any(c.islower() for c in bare)
+    # Inner capitals alone name products as often as they hide passwords ("credentials to FFmpeg").
+    random_letters = len(bare) >= 10 and sum(c.isupper() for c in bare[1:]) >= 3
+    inner_upper = random_letters and any(c.islower() for c in bare)
     return (digit or symbol or inner_upper) and any(c.isalpha() for c in bare)
 
 
