@@ -37,12 +37,17 @@ def held_out(key: str) -> bool:
 
 _KNOWN: dict[str, np.ndarray] | None = None
 """The on-disk cache, read once per process and written once, when the process ends."""
+CACHE_NAME = "vectors"
+"""The cache file's stem. A model fitted on other texts keeps a cache of its own (`train_planted`):
+the local model's vectors move in the last digits with the batch a text was embedded in, and a bar
+read off quantiles of scores is sensitive to that."""
 
 
 def _cache_path() -> Path:
     from octygraph.embeddings import LOCAL_MODEL_ID
 
-    return CACHE / f"vectors-{hashlib.sha256(LOCAL_MODEL_ID.encode()).hexdigest()[:8]}.npz"
+    model = hashlib.sha256(LOCAL_MODEL_ID.encode()).hexdigest()[:8]
+    return CACHE / f"{CACHE_NAME}-{model}.npz"
 
 
 def _save_cache() -> None:

@@ -38,6 +38,7 @@ from octygraph.judgement.planted import PLANTED_FILE, planted_rows, units
 from octygraph.safety.intent import injection_reason
 from tests.injection_kinds import BENIGN_TUNING, KINDS, TUNING
 from tests.security_corpus import BENIGN_RULES, INJECTIONS
+from training import common
 from training.common import HERE, embed, read_jsonl
 from training.real_prompts import SETS
 
@@ -164,6 +165,8 @@ def main() -> None:
     parser.add_argument("--report", type=Path, default=REPORT)
     args = parser.parse_args()
 
+    # Its own vector cache: the other models' refits read theirs as they were fitted on.
+    common.CACHE_NAME = "planted-vectors"
     attacks, benign = written()
     real = real_messages()
     every_unit = real_units([t for texts in real.values() for t in texts])
