@@ -13,6 +13,7 @@ import logging
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, Final
 
 from octygraph.text.utf8 import valid_text
@@ -502,11 +503,25 @@ def redact_secrets(text: str) -> tuple[str, int]:
         count += n
         return value
 
+    def redact_each(
+        pattern: re.Pattern[str], redacted: Callable[[re.Match[str]], str | None], value: str
+    ) -> str:
+        """Each match of `pattern` becomes what `redacted` makes of it (None leaves it), counted."""
+
+        def repl(match: re.Match[str]) -> str:
+            nonlocal count
+            out = redacted(match)
+            if out is None:
+                return match.group(0)
+            count += 1
+            return out
+
+        return pattern.sub(repl, value)
+
     def keep_label(
         pattern: re.Pattern[str], value: str, test: bool = False, flag: bool = False
     ) -> str:
-        def repl(match: re.Match[str]) -> str:
-            nonlocal count
+        def redacted(match: re.Match[str]) -> str | None:
             secret = match.group(2)
             # After `=` or a password flag the value is the value: "secret" itself is one; after a
             # colon too, though "password: stored in the vault" says where it is.
@@ -518,12 +533,11 @@ def redact_secrets(text: str) -> tuple[str, int]:
             else:
                 plain = _plain_value(secret) and secret.strip("\"'").lower() != "secret"
             if plain or (test and not _secret_like(secret)):
-                return match.group(0)
-            count += 1
+                return None
             quote = secret[0] if secret[:1] in "\"'" and secret[-1:] == secret[:1] else ""
             return f"{match.group(1)}{quote}{REDACTED}{quote}"
 
-        return pattern.sub(repl, value)
+        return redact_each(pattern, redacted, value)
 
     text = sub(_TOKENS, REDACTED, text)
     text = sub(_URL_PASSWORD, rf"\g<1>{REDACTED}\g<3>", text)
@@ -532,117 +546,77 @@ def redact_secrets(text: str) -> tuple[str, int]:
     text = keep_label(_FLAG_ATTACHED, text, flag=True)
     text = keep_label(_FLAG_SPACED, text, flag=True)
     text = keep_label(_MYSQL_SPACED, text, test=True)
-
-    def pair(match: re.Match[str]) -> str:
-        nonlocal count
-        if not _pair_password(match.string, match):
-            return match.group(0)
-        count += 1
-        return f"{match.group(1)}{REDACTED}"
-
-    text = _PAIR.sub(pair, text)
+    text = redact_each(
+        _PAIR, lambda m: f"{m.group(1)}{REDACTED}" if _pair_password(m.string, m) else None, text
+    )
     text = keep_label(_AUTH_HEADER, text)
     text = keep_label(_BEARER, text)
     text = keep_label(_ENV_ASSIGN, text)
     text = keep_label(_KEY_ASSIGN, text)
 
-    def suffixed(match: re.Match[str]) -> str:
-        nonlocal count
+    def suffixed(match: re.Match[str]) -> str | None:
         value = match.group(2)
         bare = value.strip("\"'")
         if _METADATA_SUFFIX.search(match.group(1)) or _CODE_VALUE.fullmatch(bare):
-            return match.group(0)
+            return None
         if not _prose_secret(bare):
-            return match.group(0)
-        count += 1
+            return None
         quote = value[0] if value[:1] in "\"'" and value[-1:] == value[:1] else ""
         return f"{match.group(1)}{quote}{REDACTED}{quote}"
 
-    text = _SUFFIXED_ASSIGN.sub(suffixed, text)
+    text = redact_each(_SUFFIXED_ASSIGN, suffixed, text)
     text = keep_label(_WEAK_ASSIGN, text, test=True)
 
-    def labelled(match: re.Match[str]) -> str:
-        nonlocal count
+    def labelled(match: re.Match[str]) -> str | None:
         out = _labelled(match)
-        count += out != match.group(0)
-        return out
+        return out if out != match.group(0) else None
 
-    text = _LABELLED.sub(labelled, text)
+    text = redact_each(_LABELLED, labelled, text)
     text = keep_label(_BARE_LABEL, text)
 
-    def prose(match: re.Match[str]) -> str:
-        nonlocal count
+    def prose(match: re.Match[str]) -> str | None:
         value = match.group(2)
         # `key`, `token`, `clave` (key), `parola` (word) name other things too: stricter there.
         password = _NOT_PASSWORD_LABEL.match(match.group(1)) is None
         if not _prose_secret(value, password):
-            return match.group(0)
-        count += 1
+            return None
         bare = value.rstrip(".,;:)!?")
         return f"{match.group(1)}{REDACTED}{value[len(bare) :]}"
 
     for pattern in (_FOREIGN, _CJK, _PROSE, _BARE_PASS, _LOGIN_WITH):
-        text = pattern.sub(prose, text)
+        text = redact_each(pattern, prose, text)
+    text = redact_each(_BACKUP_CODES, lambda m: f"{m.group(1)}{REDACTED}", text)
 
-    def codes(match: re.Match[str]) -> str:
-        nonlocal count
-        count += 1
-        return f"{match.group(1)}{REDACTED}"
-
-    text = _BACKUP_CODES.sub(codes, text)
-
-    def xml(match: re.Match[str]) -> str:
-        nonlocal count
+    def xml(match: re.Match[str]) -> str | None:
         value, tag = match.group(3), match.group(2).lower()
         strong = re.search(r"pass|secret|token|api_?key", tag) is not None
         if _plain_value(value) or (not strong and not _secret_like(value)):
-            return match.group(0)
-        count += 1
+            return None
         return f"{match.group(1)}{REDACTED}{match.group(4)}"
 
-    text = _XML_SECRET.sub(xml, text)
+    text = redact_each(_XML_SECRET, xml, text)
     text, n = _redact_tables(text)
     count += n
+    text = redact_each(_LOWER_TOKEN, lambda m: REDACTED if _random_lower(m.group()) else None, text)
 
-    def lower_token(match: re.Match[str]) -> str:
-        nonlocal count
-        if not _random_lower(match.group()):
-            return match.group()
-        count += 1
-        return REDACTED
-
-    text = _LOWER_TOKEN.sub(lower_token, text)
-
-    def base32(match: re.Match[str]) -> str:
-        nonlocal count
+    def base32(match: re.Match[str]) -> str | None:
         token = match.group()
         before = match.string[max(0, match.start() - 60) : match.start()]
         if not any(c.isdigit() for c in token) or not any(c.isalpha() for c in token):
-            return token
+            return None
         if len(token) < 32 and not _OTP_CUE.search(before):
-            return token
-        count += 1
+            return None
         return REDACTED
 
-    text = _BASE32.sub(base32, text)
-
-    def entropy(match: re.Match[str]) -> str:
-        nonlocal count
-        if not _looks_random(match.group()):
-            return match.group()
-        count += 1
-        return REDACTED
-
-    text = _HIGH_ENTROPY.sub(entropy, text)
-
-    def shaped(match: re.Match[str]) -> str:
-        nonlocal count
-        if not _password_shaped(match.group(2)):
-            return match.group(0)
-        count += 1
-        return f"{match.group(1)}{REDACTED}{match.group(3)}"
-
-    text = _WORD_TOKEN.sub(shaped, text)
+    text = redact_each(_BASE32, base32, text)
+    text = redact_each(
+        _HIGH_ENTROPY, lambda m: REDACTED if _looks_random(m.group()) else None, text
+    )
+    text = redact_each(
+        _WORD_TOKEN,
+        lambda m: f"{m.group(1)}{REDACTED}{m.group(3)}" if _password_shaped(m.group(2)) else None,
+        text,
+    )
     return text, count
 
 
