@@ -8,24 +8,18 @@ and that the shipped weights are what `training/train_planted.py` makes.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from octygraph.config.settings import Settings
-from octygraph.embeddings import local_embeddings
-from octygraph.integrations.cli import app
 from octygraph.judgement import planted
 from octygraph.judgement.planted import planted_reason
 from octygraph.safety.intent import injection_reason
-from octygraph.session import hooks
-from octygraph.store import MemoryStore
 from tests.injection_kinds import HELD_OUT, HELD_OUT_BENIGN, KINDS
 from tests.refits import SHARED, assert_script_makes_shipped
 from tests.security_corpus import HELD_OUT_BENIGN as HELD_OUT_RULES
 from tests.security_corpus import HELD_OUT_INJECTIONS
+from tests.test_injection_kinds import _memories, _run, _stop
 
 # Harmful standing orders with no override phrase, persona or role tag: the rules let them through.
 ORDERS_THE_RULES_MISS = (
@@ -38,21 +32,6 @@ TEAM_RULES = (
     "Delete feature branches after merging.",
     "Peter handles the Anderson account.",
 )
-
-
-def _memories() -> list[str]:
-    db = Settings.from_env().paths.db
-    if not db.exists():
-        return []
-    with MemoryStore.open(db, local_embeddings()) as store:
-        return [n.content for n in store.iter_all() if n.node_type != "entity"]
-
-
-def _run(text: str) -> dict[str, object]:
-    result = CliRunner().invoke(app, ["run", text, "--offline", "--json"], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    out: dict[str, object] = json.loads(result.stdout)
-    return out
 
 
 @pytest.mark.parametrize("text", ORDERS_THE_RULES_MISS)
@@ -97,20 +76,9 @@ def test_a_planted_order_in_a_stop_hook_reply_stores_nothing(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OCTY_HOOK_BUDGET_S", "60")
-    for session, reply in (
-        ("s1", f"I migrated the billing service to PostgreSQL 16. {ORDERS_THE_RULES_MISS[1]}"),
-        ("s2", "I migrated the billing service to PostgreSQL 16. I also fixed the README links."),
-    ):
-        payload = {
-            "session_id": session,
-            "cwd": str(Path.cwd()),
-            "hook_event_name": "Stop",
-            "stop_hook_active": False,
-            "last_assistant_message": reply,
-        }
-        hooks.answer("stop", json.dumps(payload).encode())
-        if session == "s1":
-            assert _memories() == []
+    _stop(f"I migrated the billing service to PostgreSQL 16. {ORDERS_THE_RULES_MISS[1]}", "s1")
+    assert _memories() == []
+    _stop("I migrated the billing service to PostgreSQL 16. I also fixed the README links.", "s2")
     assert _memories()  # the reply without the order is stored: the hook did judge
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli_json
+from tests.test_security import prompt_payload, stop_payload
 
 MEMORY = "Peter handles the Anderson account"
 RULE = "Always run the contract tests before deploying"
@@ -107,14 +108,8 @@ def _run(
 
 
 def _prompt(session: str) -> str:
-    return json.dumps(
-        {
-            "session_id": session,
-            "cwd": str(Path.cwd()),
-            "hook_event_name": "UserPromptSubmit",
-            "prompt": "Who handles Anderson? From now on always run the contract tests first.",
-        }
-    )
+    question = "Who handles Anderson? From now on always run the contract tests first."
+    return prompt_payload(question, Path.cwd(), session).decode()
 
 
 @pytest.mark.slow
@@ -150,15 +145,8 @@ def test_a_read_only_home_answers_reads_and_says_writes_are_off(
     said = (add.stdout + add.stderr).strip()
     assert "read-only" in said and len(said.splitlines()) == 1 and "Traceback" not in said
 
-    stop = json.dumps(
-        {
-            "session_id": "ro-3",
-            "cwd": str(Path.cwd()),
-            "hook_event_name": "Stop",
-            "stop_hook_active": False,
-            "last_assistant_message": "I migrated the billing service to PostgreSQL 16.",
-        }
-    )
+    reply = "I migrated the billing service to PostgreSQL 16."
+    stop = stop_payload(reply, Path.cwd(), "ro-3").decode()
     done = _run(read_only, "octygraph", "hook", "stop", stdin=stop)
     assert done.returncode == 0 and done.stdout == ""
 
