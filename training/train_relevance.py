@@ -36,7 +36,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from octygraph.judgement.linear import Logistic, save_logistic
 from octygraph.judgement.relevance import FEATURE_NAMES, RELEVANCE_FILE
 from training.common import HERE, held_out, precision_recall
-from training.real_relevance import MemoEmbed, fit, join, load_pairs, load_real, real_rows, select
+from training.real_relevance import (
+    Fitted,
+    MemoEmbed,
+    Rows,
+    fit,
+    join,
+    load_pairs,
+    load_real,
+    real_rows,
+    select,
+)
 from training.real_relevance import written_rows as scenario_rows
 from training.train_gate import _fit, _folds, log_loss
 
@@ -139,13 +149,17 @@ def written_report() -> tuple[Logistic, float, dict]:
     return fitted.model, threshold, report
 
 
+def fit_real(real: Rows, memo: MemoEmbed, written_weight: float) -> tuple[Rows, Fitted]:
+    """The model fitted on these real pairs, with the written scenarios' rows at `written_weight`."""
+    rows = join(real, scenario_rows(memo, written_weight)) if written_weight > 0 else real
+    return rows, fit(rows)
+
+
 def real_report(written_weight: float) -> tuple[Logistic, float, dict]:
     memo = MemoEmbed()
     rows = real_rows(load_real(memo))
     n_real = len(rows.y)
-    if written_weight > 0:
-        rows = join(rows, scenario_rows(memo, written_weight))
-    fitted = fit(rows)
+    rows, fitted = fit_real(rows, memo, written_weight)
     real = rows.real
     keep = select(
         fitted.out_of_fold[real], rows.triggered[real], rows.prompt[real], fitted.threshold
@@ -170,6 +184,17 @@ def real_report(written_weight: float) -> tuple[Logistic, float, dict]:
     return fitted.model, fitted.threshold, report
 
 
+def write(model: Logistic, threshold: float, path: Path) -> None:
+    """The model and its bar as the package reads them."""
+    arrays: dict[str, np.ndarray] = {
+        "threshold": np.array(threshold, dtype=np.float32),
+        "feature_names": np.array(FEATURE_NAMES),
+    }
+    save_logistic(arrays, "relevance", model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **cast(dict[str, Any], arrays))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--explain", action="store_true", help="print the features' weights")
@@ -192,13 +217,7 @@ def main() -> int:
         model, threshold, report = written_report()
     else:
         model, threshold, report = real_report(args.written_weight)
-    arrays: dict[str, np.ndarray] = {
-        "threshold": np.array(threshold, dtype=np.float32),
-        "feature_names": np.array(FEATURE_NAMES),
-    }
-    save_logistic(arrays, "relevance", model)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(args.out, **cast(dict[str, Any], arrays))
+    write(model, threshold, args.out)
     args.report.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report, indent=1))
     if args.explain:

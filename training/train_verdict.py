@@ -158,6 +158,16 @@ def kept(verdict: StorageVerdict, prompt: Prompt, *, forms: bool = False) -> Kep
     return verdict.keep(prompt.rows, prompt.vector, prompt.segments, refused)
 
 
+def write(verdict: StorageVerdict, path: Path) -> None:
+    """The verdict's weights and bars as the package reads them."""
+    arrays: dict[str, np.ndarray] = {
+        "bars": np.array([verdict.active_bar, verdict.candidate_bar], dtype=np.float32)
+    }
+    save_logistic(arrays, "message", verdict.message)
+    save_logistic(arrays, "segment", verdict.segment)
+    np.savez(path, **arrays)  # type: ignore[arg-type]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=OUT, help="where to write the weights")
@@ -166,12 +176,7 @@ def main() -> int:
     real = load_prompts()
     written = load_written()
     verdict = fit(real + written)
-    arrays: dict[str, np.ndarray] = {
-        "bars": np.array([verdict.active_bar, verdict.candidate_bar], dtype=np.float32)
-    }
-    save_logistic(arrays, "message", verdict.message)
-    save_logistic(arrays, "segment", verdict.segment)
-    np.savez(args.out, **arrays)  # type: ignore[arg-type]
+    write(verdict, args.out)
     report = {
         "real_prompts": len(real),
         "projects": len({p.project for p in real}),
