@@ -268,7 +268,7 @@ def report(console: Console, first: dict, second: dict | None) -> None:
                 diff = samples[1][:, j] - samples[0][:, j]
                 lo, hi = np.nanpercentile(diff, [2.5, 97.5])
                 cells.append(f"{points[1][j] - points[0][j]:+.1f} ({lo:+.1f} to {hi:+.1f})")
-            cells.append(str(sum(first[k][den] for k in keys)))
+            cells.append(" / ".join(str(sum(run[k][den] for k in keys)) for run in runs))
             table.add_row(*cells)
         console.print(table)
 
