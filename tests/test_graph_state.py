@@ -94,7 +94,7 @@ def test_a_run_leaves_out_only_what_it_wrote_itself(store: MemoryStore) -> None:
     ).records
 
     def given(run_id: str) -> list[str]:
-        sections = collect(store, PROMPT, records, TODAY, offline=True, run_id=run_id)
+        sections = collect(store, PROMPT, records, TODAY, offline=True, run_id=run_id).sections
         return [r["content"] for section in sections.values() for r in section]
 
     assert given("now") == []  # the user's own message, said this very run
@@ -110,7 +110,7 @@ def test_a_prompt_is_never_given_back_what_it_says_itself(store: MemoryStore) ->
     ).records
 
     def given(prompt: str) -> list[str]:
-        sections = collect(store, prompt, records, TODAY, offline=True, run_id="now")
+        sections = collect(store, prompt, records, TODAY, offline=True, run_id="now").sections
         return [r["content"] for section in sections.values() for r in section]
 
     assert given(told.lower() + ".") == []
@@ -129,7 +129,7 @@ def test_a_prompt_that_says_a_memory_again_in_other_words_is_not_given_it(
     ).records
 
     def given(prompt: str) -> list[str]:
-        sections = collect(store, prompt, records, TODAY, offline=True, run_id="now")
+        sections = collect(store, prompt, records, TODAY, offline=True, run_id="now").sections
         return [r["content"] for section in sections.values() for r in section]
 
     said = "FYI the staging database is refreshed from production every Monday night, so keep that in mind"
@@ -137,3 +137,27 @@ def test_a_prompt_that_says_a_memory_again_in_other_words_is_not_given_it(
     assert given("Is the staging database refreshed from production every Monday night?") == [told]
     # Another night is another fact: not the same memory said again.
     assert given(said.replace("Monday", "Friday")) == [told]
+
+
+def test_what_the_session_was_given_is_not_given_twice_but_counts_as_needed(
+    store: MemoryStore,
+) -> None:
+    """A standing memory the session start gave is in the session already; a prompt that needs it
+    reports it as `needed_again` (a use), while one the session stated itself is not a use."""
+    told = "Peter handles the Anderson account"
+    records = writes.store_memory(
+        store, node_type="fact", content=told, grounding_text=told, run_id="earlier"
+    ).records
+    node_id = records[0]["id"]
+    fresh = collect(store, PROMPT, records, TODAY, offline=True)
+    assert [r["content"] for s in fresh.sections.values() for r in s] == [told]
+    assert fresh.needed_again == []
+    given = collect(store, PROMPT, records, TODAY, offline=True, seen={node_id}, given={node_id})
+    assert given.sections == {} and given.needed_again == [node_id]
+    own = collect(store, PROMPT, records, TODAY, offline=True, seen={node_id})
+    assert own.sections == {} and own.needed_again == []
+    unrelated = collect(
+        store, "Rename the CSS class on the login button", records, TODAY, offline=True,
+        seen={node_id}, given={node_id},
+    )  # fmt: skip
+    assert unrelated.needed_again == []

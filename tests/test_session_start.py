@@ -200,3 +200,19 @@ def test_prompt_uses_wait_in_memory_until_the_next_block(store: MemoryStore) -> 
     text, ids = session_start.build(store, budget=1500)
     assert node.id in ids and RULE in text
     assert store.get_nodes([node.id])[0].attributes["access_count"] == 2
+
+
+def test_a_memory_no_prompt_needs_leaves_the_block_until_one_does(store: MemoryStore) -> None:
+    from octygraph.memory import review
+
+    node = review.remember(store, RULE, node_type="instruction", subtype="rule", scope=1.0)
+    for _ in range(session_start.STALE_SHOWS):
+        _, ids = session_start.build(store, budget=1500)
+        assert ids == [node.id]
+        uses.note_shown(store, ids)  # as the hook does when it gives the block
+    assert session_start.build(store, budget=1500) == ("", [])
+    assert store.get_nodes([node.id])[0].attributes["shown_unused"] == session_start.STALE_SHOWS
+    uses.note_access(store, [node.id])  # a prompt needed it
+    _, ids = session_start.build(store, budget=1500)
+    assert ids == [node.id]
+    assert store.get_nodes([node.id])[0].attributes["shown_unused"] == 0

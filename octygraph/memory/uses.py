@@ -1,8 +1,9 @@
-"""How often a memory was used: given to a prompt, or said again.
+"""How often a memory was used: given to a prompt, needed by one, or said again.
 
 Each use adds one to `access_count` and sets `last_accessed` in the memory's attributes. The counts
 rank the session-start block (`session_start`), and a candidate used often enough is confirmed
-(`candidates`).
+(`candidates`). The block's own gives are not uses; they are counted apart (`shown_unused`, back to
+zero at each use), so that a memory the block keeps giving and no prompt ever needs leaves it.
 """
 
 from __future__ import annotations
@@ -20,24 +21,35 @@ def access_count(node: Node) -> int:
     return value if isinstance(value, int) and value > 0 else 0
 
 
+def shown_unused(node: Node) -> int:
+    """How many session-start blocks gave this memory since it was last used."""
+    value = node.attributes.get("shown_unused")
+    return value if isinstance(value, int) and value > 0 else 0
+
+
 def record_access(store: GraphStore, ids: Iterable[str]) -> None:
-    """Count one more use (given, or said again) of each memory: `access_count` + 1 and
-    `last_accessed` now, in its attributes; uses noted with `note_access` are written too."""
-    uses = _take_pending(store.location)
+    """Count one more use (given, needed, or said again) of each memory: `access_count` + 1,
+    `last_accessed` now and `shown_unused` 0, in its attributes; what `note_access` and `note_shown`
+    noted is written too."""
+    uses = _take_pending(_PENDING, store.location)
+    shows = _take_pending(_PENDING_SHOWS, store.location)
     for node_id in ids:
         uses[node_id] = uses.get(node_id, 0) + 1
     now = utcnow()
     for node in store.get_nodes(list(uses)):
         count = access_count(node) + uses[node.id]
-        store.set_attributes(node.id, access_count=count, last_accessed=now)
+        store.set_attributes(node.id, access_count=count, last_accessed=now, shown_unused=0)
         if is_candidate(node) and count >= USES_CONFIRM:
             confirm(store, node.id, "used")
+    for node in store.get_nodes([i for i in shows if i not in uses]):
+        store.set_attributes(node.id, shown_unused=shown_unused(node) + shows[node.id])
 
 
 USES_CONFIRM = 2
 """A candidate given or said again this many times is confirmed by use (`octygraph.memory.candidates`)."""
 
 _PENDING: dict[str, dict[str, int]] = {}
+_PENDING_SHOWS: dict[str, dict[str, int]] = {}
 _PENDING_LOCK = threading.Lock()
 MAX_PENDING = 200
 """Noted uses written at once when this many memories wait (else at the next session start)."""
@@ -60,14 +72,22 @@ def note_access(store: GraphStore, ids: Iterable[str]) -> None:
         record_access(store, ())
 
 
-def write_noted(store: GraphStore) -> None:
-    """Write the uses `note_access` has noted for this store, if any."""
+def note_shown(store: GraphStore, ids: Iterable[str]) -> None:
+    """Count one more session-start block that gave each memory, written with the uses."""
     with _PENDING_LOCK:
-        noted = bool(_PENDING.get(store.location))
+        shows = _PENDING_SHOWS.setdefault(store.location, {})
+        for node_id in ids:
+            shows[node_id] = shows.get(node_id, 0) + 1
+
+
+def write_noted(store: GraphStore) -> None:
+    """Write the uses and shows noted for this store, if any."""
+    with _PENDING_LOCK:
+        noted = bool(_PENDING.get(store.location) or _PENDING_SHOWS.get(store.location))
     if noted:
         record_access(store, ())
 
 
-def _take_pending(location: str) -> dict[str, int]:
+def _take_pending(pending: dict[str, dict[str, int]], location: str) -> dict[str, int]:
     with _PENDING_LOCK:
-        return _PENDING.pop(location, {})
+        return pending.pop(location, {})

@@ -136,6 +136,7 @@ def result_json(
             for r in values.get("candidates") or []
         ],
         "superseded": list(dict.fromkeys(values.get("superseded") or [])),
+        "needed_again": list(values.get("needed_again") or []),
         "mode": mode,
         "timings_ms": dict(values.get("timings_ms") or {}),
         "layers": dict(values.get("layers") or {}),

@@ -120,6 +120,7 @@ class OutputState(TypedDict, total=False):
     flags: list[Flag]
     timings_ms: dict[str, float]
     layers: dict[str, Layer]
+    needed_again: list[str]
 
 
 class PipelineState(InputState, total=False):
@@ -152,6 +153,8 @@ class PipelineState(InputState, total=False):
     """Per stage, what ran (`model`, `fallback`, `offline`, `skipped`) and why (see nodes/_common.py)."""
     assembled: str
     """The ranked, budgeted context before curation."""
+    needed_again: list[str]
+    """Memories the prompt needed that the session had been given already (counted as uses)."""
 
 
 class HalfInput(TypedDict, total=False):
@@ -171,6 +174,7 @@ class RetrieveOutput(TypedDict, total=False):
     context: str
     sections: dict[str, list[Record]]
     assembled: str
+    needed_again: list[str]
     retrieved: Annotated[list[Record], operator.add]
     tool_calls: Annotated[list[ToolCall], operator.add]
     notes: Annotated[list[str], operator.add]

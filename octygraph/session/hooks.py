@@ -161,14 +161,15 @@ async def _run(
             log.warning("LLM not usable, thinking without it: %s", exc)
             options.offline = True
             result = await run_prompt(prompt, settings, store, options, on_answer=on_answer)
-        if not store_only and result.get("context"):
-            # The answer went out long ago: count a use of each memory it gave (ranks the start block).
+        if not store_only and (result.get("context") or result.get("needed_again")):
+            # The answer went out long ago: count a use of each memory it gave, and of each it needed
+            # that the session already had (ranks the start block, keeps a used one in it).
             try:
                 from octygraph.memory.uses import note_access
                 from octygraph.pipeline.nodes.assemble import rendered_ids
 
-                ids = rendered_ids(result.get("sections") or {}, result["context"])
-                await asyncio.to_thread(note_access, store, ids)
+                ids = rendered_ids(result.get("sections") or {}, result.get("context") or "")
+                await asyncio.to_thread(note_access, store, [*ids, *result["needed_again"]])
             except Exception as exc:
                 log.warning("memory use not recorded: %s", exc)
         return result
@@ -386,6 +387,7 @@ async def _session_start(
     The block (see `octygraph.session.start`) is recorded in the session's ledger as injected, so no
     prompt of the session injects its records again. Bounded by `START_BUDGET_S`; nothing on a timeout.
     """
+    from octygraph.memory.uses import note_shown
     from octygraph.session import start as session_start
     from octygraph.store.opening import store_exists
 
@@ -408,13 +410,16 @@ async def _session_start(
             lambda: session_start.passages(session_start.loaded_text(folder, env))
         )
         async with stores(settings, deadline=time.monotonic() + left) as store:
-            return await asyncio.to_thread(
+            text, ids = await asyncio.to_thread(
                 session_start.build,
                 store,
                 budget=settings.start_budget_chars,
                 seen=seen,
                 known=known,
             )
+            if text and not _read_only(settings):
+                note_shown(store, ids)  # written with the next uses, off this hook's path
+            return text, ids
 
     try:
         text, ids = await asyncio.wait_for(block(), timeout=left)
@@ -432,7 +437,8 @@ async def _session_start(
     if log_ is not None:
         await asyncio.to_thread(log_.add, injected=ids)
     # Not counted as uses: the block is given whatever the session needs, and counting it would keep
-    # whatever it gave once in every later block.
+    # whatever it gave once in every later block. They are counted as shows (`block`), so that what
+    # no prompt needs leaves it.
     return HookReply(output)
 
 

@@ -2,9 +2,10 @@
 
 A session starts blank; the prompt hook only brings what a prompt's topic calls for. At session start
 octygraph gives the project's standing rules and broad facts, and what recent sessions decided, ranked
-by scope, by how often a prompt was given it or it was restated (`access_count` in its attributes;
-the block's own gives do not count, or it would keep itself) and by recency, within
-`OCTY_START_BUDGET` characters. What the session already has is left out: what its
+by scope, by how often a prompt was given it, needed it or restated it (`access_count` in its
+attributes; the block's own gives do not count, or it would keep itself) and by recency, within
+`OCTY_START_BUDGET` characters. A memory the block gave `STALE_SHOWS` times with no use since leaves
+it until a prompt needs it again. What the session already has is left out: what its
 ledger says it was given (`SessionLog`), and what the CLAUDE.md files and Claude Code's own auto-memory
 index, which Claude Code loads itself, already state.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from octygraph.config.settings import git_root
 from octygraph.memory.candidates import is_candidate
-from octygraph.memory.uses import access_count, write_noted
+from octygraph.memory.uses import access_count, shown_unused, write_noted
 from octygraph.pipeline.nodes.assemble import SECTION_ORDER, _section, render, rendered_ids
 from octygraph.pipeline.state import Record
 from octygraph.pipeline.tools.ops import to_record
@@ -35,6 +36,8 @@ OFTEN = 2
 """A memory given (or restated) this many times qualifies whatever its scope."""
 DECISION_DAYS = 30
 """Decisions (events) qualify while they are this recent."""
+STALE_SHOWS = 3
+"""A memory this many blocks gave with no prompt needing it since no longer qualifies (until a use)."""
 HALF_LIFE_DAYS = 14.0
 SECTION_LIMIT = 12
 COVERED_SHARE = 0.8
@@ -67,6 +70,8 @@ def _scope(node: Node) -> float:
 def qualifies(node: Node, today: date) -> bool:
     """Broad rules and facts, often-given memories, recent decisions and upcoming plans."""
     if node.superseded_by or node.node_type == "entity" or node.valid_until or is_candidate(node):
+        return False
+    if shown_unused(node) >= STALE_SHOWS:
         return False
     if access_count(node) >= OFTEN:
         return True

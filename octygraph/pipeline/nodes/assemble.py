@@ -6,7 +6,7 @@ import asyncio
 import re
 from collections import defaultdict
 from datetime import date
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.runtime import Runtime
 
@@ -84,6 +84,14 @@ def _says_again(
     )
 
 
+class Collected(NamedTuple):
+    """What a prompt is given, and what it needed that the session already had."""
+
+    sections: dict[str, list[Record]]
+    needed_again: list[str]
+    """Ids of memories past the bar that the session was given before: not given twice, but used."""
+
+
 def collect(
     store: GraphStore,
     prompt: str,
@@ -92,18 +100,21 @@ def collect(
     offline: bool,
     seen: set[str] | frozenset[str] = frozenset(),
     run_id: str | None = None,
-) -> dict[str, list[Record]]:
+    given: set[str] | frozenset[str] = frozenset(),
+) -> Collected:
     """Sections of the current records that clear the relevance bar, most relevant first.
 
     Every candidate gets a calibrated probability of being relevant to the prompt (the relevance
     model); only those above its threshold are kept, at most `MAX_RECORDS`. With an LLM curating
     afterwards the bar is lower (curation drops more). Records this session has already seen
     (`seen`: injected earlier, or stored from its own prompts) are left out: they are in the
-    transcript. So is what the run `run_id` wrote: the user's own message, not worth echoing back.
+    transcript; those it was `given` (not its own statements) that clear the bar are `needed_again`:
+    a standing memory the session start gave is used when a prompt needs it. So is what the run `run_id` wrote: the
+    user's own message, not worth echoing back.
     """
     merged: dict[str, Record] = {}
     for record in retrieved:
-        if record["id"] in seen or record.get("type") == "entity":
+        if record.get("type") == "entity":
             continue
         current = merged.get(record["id"])
         if current is None:
@@ -118,7 +129,7 @@ def collect(
             if "edge_type" in record:
                 current.setdefault("edge_type", record["edge_type"])
     if not merged:
-        return {}
+        return Collected({}, [])
     # Superseded or deleted since the tool saw them, or written by this very run (its store half runs
     # alongside): ask the store, the only source of truth. What the prompt itself says is left out
     # too, whether or not the store half has got to it yet (a candidate restated, still unconfirmed).
@@ -138,7 +149,7 @@ def collect(
         if not _says_again(n.content, cosines.get(n.id), said, said_keys, asks)
     }
     if not nodes:
-        return {}
+        return Collected({}, [])
     ids = list(nodes)
     model = relevance_model()
     probabilities, triggered = model.judge(
@@ -157,7 +168,9 @@ def collect(
             )
         ),
         reverse=True,
-    )[:MAX_RECORDS]
+    )
+    needed_again = [node_id for _, node_id in chosen if node_id in given]
+    chosen = [(p, node_id) for p, node_id in chosen if node_id not in seen][:MAX_RECORDS]
     today_s = today.isoformat()
     sections: dict[str, list[Record]] = defaultdict(list)
     for probability, node_id in chosen:
@@ -181,7 +194,8 @@ def collect(
         if name == "plans":  # upcoming plans read best in date order
             records.sort(key=lambda r: (str(r.get("valid_from") or "9999"), -r["rank"]))
         sections[name] = records[: SECTION_LIMITS.get(name, 15)]
-    return {name: sections[name] for name in SECTION_ORDER if sections.get(name)}
+    ordered = {name: sections[name] for name in SECTION_ORDER if sections.get(name)}
+    return Collected(ordered, needed_again)
 
 
 def _unique_content(records: list[Record]) -> list[Record]:
@@ -243,8 +257,11 @@ async def assemble(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     log = ctx.session_log()
     # What this session was already given, and what its own messages stored, is in its conversation:
     # skip it (until a compaction drops it; the SessionStart hook then clears the log).
-    seen = await asyncio.to_thread(log.seen) if log is not None else set()
-    sections = await asyncio.to_thread(
+    seen: set[str] = set()
+    given: set[str] = set()
+    if log is not None:
+        seen, given = await asyncio.to_thread(lambda: (log.seen(), log.seen(stored=False)))
+    sections, needed_again = await asyncio.to_thread(
         collect,
         ctx.memory(),
         state.get("prompt", ""),
@@ -253,12 +270,13 @@ async def assemble(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
         ctx.l2_model is None,
         seen,
         ctx.run_id,
+        given,
     )
     text = render(sections, ctx.context_budget_chars)
     if log is not None and not ctx.read_only and ctx.l2_model is None and text:
         # With an LLM, curation decides what is injected and records it.
         await asyncio.to_thread(log.add, injected=rendered_ids(sections, text))
-    return {"sections": sections, "assembled": text}
+    return {"sections": sections, "assembled": text, "needed_again": needed_again}
 
 
 def rendered_ids(sections: dict[str, list[Record]], text: str) -> list[str]:
