@@ -19,7 +19,8 @@ from octygraph.memory import candidates, review
 from octygraph.memory.uses import USES_CONFIRM, record_access
 from octygraph.pipeline.nodes.assemble import CANDIDATE_RELEVANCE
 from octygraph.pipeline.sessions import SessionLog
-from octygraph.store import Node
+from octygraph.pipeline.tools import writes
+from octygraph.store import MemoryStore, Node
 from octygraph.store.opening import open_store
 from tests.conftest import run_cli
 from tests.test_hooks import hook
@@ -168,3 +169,22 @@ def test_two_candidates_of_one_session_that_say_the_same_are_settled_once(claude
         kept, merged = store.get_node(first.id), store.get_node(second.id)
     assert kept is not None and not candidates.is_candidate(kept)
     assert merged is not None and review.status(merged) == "archived"
+
+
+def test_a_correction_of_a_candidate_is_an_ordinary_memory(store: MemoryStore) -> None:
+    """ "Security reports now go to Hugo instead of Lisa" corrects an unsure "Send all security
+    reports to Lisa": what the user states now is what holds, not something to confirm."""
+    old = writes.store_memory(
+        store,
+        node_type="instruction",
+        content="Send all security reports to Lisa.",
+        grounding_text="Send all security reports to Lisa.",
+        candidate=0.5,
+    ).records[0]
+    told = "Security reports now go to Hugo instead of Lisa."
+    new = writes.supersede_memory(
+        store, old_id=old["id"], new_content=told, grounding_text=told
+    ).records[0]
+    node = store.get_node(new["id"])
+    assert node is not None and node.content == told
+    assert not candidates.is_candidate(node) and node.attributes["confirmed"] == "restated"

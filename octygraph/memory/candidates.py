@@ -3,7 +3,7 @@
 The storage verdict is sure of few real statements; the rest it is unsure of would be lost if unsure
 meant no. Such a statement is stored as a *candidate*: a memory whose attributes carry
 `candidate: true` (and the verdict's probability). It is searchable (`octygraph search`, MCP) and listed
-for review, but injected unprompted only when the relevance model is very sure it applies, and never in
+for review, but injected unprompted only when the relevance model is fairly sure it applies, and never in
 the session-start block. It becomes an ordinary memory when the user approves it, when it is
 confirmed by use (said again, or given to a session that went on to use it), or when the end-of-session
 judge keeps it (`octygraph.session.consolidation`).
@@ -43,8 +43,9 @@ def confirm(
     node = store.get_node(node_id)
     if node is None or not is_candidate(node):
         return None
-    return store.set_attributes(
-        node_id,
-        **details,
-        **{CANDIDATE: False, "confirmed": reason, "confirmed_at": datetime.now(UTC).isoformat()},
-    )
+    return store.set_attributes(node_id, **details, **confirmed_attributes(reason))
+
+
+def confirmed_attributes(reason: Confirmation) -> dict[str, object]:
+    """What a confirmed memory's attributes say: no longer a candidate, why and when."""
+    return {CANDIDATE: False, "confirmed": reason, "confirmed_at": datetime.now(UTC).isoformat()}

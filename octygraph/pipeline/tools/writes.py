@@ -11,7 +11,12 @@ import re
 from collections.abc import Sequence
 
 from octygraph.judgement.planted import planted_reason
-from octygraph.memory.candidates import candidate_attributes, confirm
+from octygraph.memory.candidates import (
+    candidate_attributes,
+    confirm,
+    confirmed_attributes,
+    is_candidate,
+)
 from octygraph.memory.uses import record_access
 from octygraph.models import DEFAULT_SUBTYPE, SUBTYPES
 from octygraph.pipeline.tools.ops import ToolResult, to_record
@@ -243,7 +248,11 @@ def supersede_memory(
         raise StoreError(f"Memory {old_id} was already replaced by {old.superseded_by}.")
     if old.node_type == "instruction" and source != "user":
         raise Refused("Nothing stored: only the user changes an instruction.")
-    new = store.supersede(old_id, clean, source=source, attributes=_stamped({}, run_id) or {})
+    # A correction the user states is what they hold now: the new version of a candidate is not one.
+    confirmed = confirmed_attributes("restated") if is_candidate(old) else {}
+    new = store.supersede(
+        old_id, clean, source=source, attributes=_stamped(confirmed, run_id) or {}
+    )
     return ToolResult(
         f"Replaced [{old.id}] with [{new.id}] {new.content}",
         [to_record(new, "supersede_memory", supersedes=old.id)],
