@@ -30,7 +30,7 @@ __all__ = ["claude_dir"]  # the fixture, used by name
 
 UNSURE = "Use npm for installing dependencies."
 """A standing preference said plainly, without "always" or "from now on": the verdict is unsure."""
-LIKELY = "install the packages and run the tests"
+LIKELY = "install everything and start the server"
 """A prompt the relevance model puts between its bar and the candidates' (`CANDIDATE_RELEVANCE`)."""
 
 
@@ -78,7 +78,9 @@ def test_a_candidate_is_searchable_but_not_given_until_said_again(claude_dir: Pa
 @pytest.mark.slow
 def test_the_prompt_used_for_the_candidate_bar_sits_between_the_two_bars() -> None:
     model = relevance_model()
-    probability = float(model.judge(LIKELY, [MemoryText(UNSURE, "instruction", 1.0)])[0][0])
+    (kept,) = filter_storage(UNSURE).candidates  # typed and scoped as it is stored
+    memory = MemoryText(kept.content, kept.type, kept.scope)
+    probability = float(model.judge(LIKELY, [memory])[0][0])
     assert model.threshold <= probability < CANDIDATE_RELEVANCE
 
 
