@@ -169,7 +169,8 @@ async def _run(
                 from octygraph.pipeline.nodes.assemble import rendered_ids
 
                 ids = rendered_ids(result.get("sections") or {}, result.get("context") or "")
-                await asyncio.to_thread(note_access, store, [*ids, *result["needed_again"]])
+                needed = result.get("needed_again") or []
+                await asyncio.to_thread(note_access, store, [*ids, *needed])
             except Exception as exc:
                 log.warning("memory use not recorded: %s", exc)
         return result

@@ -111,9 +111,9 @@ def collect(
     model); only those above its threshold are kept, at most `MAX_RECORDS`. With an LLM curating
     afterwards the bar is lower (curation drops more). Records this session has already seen
     (`seen`: injected earlier, or stored from its own prompts) are left out: they are in the
-    transcript; those it was `given` (not its own statements) that clear the bar are `needed_again`:
-    a standing memory the session start gave is used when a prompt needs it. So is what the run `run_id` wrote: the
-    user's own message, not worth echoing back.
+    transcript. Those it was `given` (not its own statements) that clear the bar are `needed_again`:
+    a standing memory the session start gave is used when a prompt needs it. What the run `run_id`
+    wrote is left out too: the user's own message, not worth echoing back.
     """
     merged: dict[str, Record] = {}
     for record in retrieved:
