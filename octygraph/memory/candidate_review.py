@@ -45,10 +45,3 @@ def approve(store: AdminStore, node_id: str) -> Node:
     if confirmed is None:  # approved (or forgotten) by someone else meanwhile
         raise NotACandidate(f"Memory {node.id} is not a candidate any more.")
     return confirmed
-
-
-def approve_edited(store: AdminStore, new: Node) -> Node:
-    """The new version of an edited candidate: the user's correction is their approval."""
-    if not is_candidate(new):
-        return new
-    return confirm(store, new.id, "approved") or new

@@ -49,3 +49,9 @@ def confirm(
 def confirmed_attributes(reason: Confirmation) -> dict[str, object]:
     """What a confirmed memory's attributes say: no longer a candidate, why and when."""
     return {CANDIDATE: False, "confirmed": reason, "confirmed_at": datetime.now(UTC).isoformat()}
+
+
+def corrected_attributes(old: Node, reason: Confirmation) -> dict[str, object]:
+    """What the new version of `old` says of it, written with it: a correction the user makes (edits,
+    or states) is what they hold now, so the new version of a candidate is confirmed by `reason`."""
+    return confirmed_attributes(reason) if is_candidate(old) else {}

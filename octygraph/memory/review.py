@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from octygraph.fallback import reconcile as wording
-from octygraph.memory.candidates import is_candidate
+from octygraph.memory.candidates import corrected_attributes, is_candidate
 from octygraph.safety.checks import redact_secrets
 from octygraph.store import ARCHIVED, DEFAULT_SCOPE, NODE_TYPES, SUBTYPES, AdminStore, Node
 from octygraph.store import StoreError as ReviewError
@@ -122,7 +122,8 @@ def restore(store: AdminStore, node_id: str) -> Node:
 
 
 def edit(store: AdminStore, node_id: str, text: str) -> tuple[Node, Node]:
-    """Correct a memory: a new version replaces it; the old one stays, marked replaced."""
+    """Correct a memory: a new version replaces it; the old one stays, marked replaced. The user's
+    correction of a candidate is their approval: the new version is an ordinary memory."""
     clean, _ = redact_secrets(text.strip())
     if not clean:
         raise ReviewError("The new text is empty; give the corrected sentence.")
@@ -135,7 +136,7 @@ def edit(store: AdminStore, node_id: str, text: str) -> tuple[Node, Node]:
         )
     if clean == old.content:
         raise ReviewError("The new text is the same as the old one; nothing to change.")
-    return old, store.supersede(old.id, clean)
+    return old, store.supersede(old.id, clean, attributes=corrected_attributes(old, "approved"))
 
 
 def standing_rules(store: AdminStore, limit: int = 50) -> list[Node]:

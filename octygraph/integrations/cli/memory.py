@@ -569,14 +569,12 @@ def memory_edit(
 ) -> None:
     """Correct a memory: a new version replaces it (re-embedded); the old one is kept as replaced."""
     from octygraph.memory import review
-    from octygraph.memory.candidate_review import approve_edited
     from octygraph.memory.candidates import is_candidate
 
     with _active_store() as store:
         if store.get_node(node_id.strip()) is None:
             raise _unknown(node_id)
-        old, new = review.edit(store, node_id, text)
-        new = approve_edited(store, new)
+        old, new = review.edit(store, node_id, text)  # a candidate's correction approves it
     if is_candidate(old):
         _record_example(new, "edit", candidate=True)
     if as_json:

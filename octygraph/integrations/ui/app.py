@@ -172,8 +172,7 @@ def create_app(settings: Settings, token: str, store: AdminStore | None = None) 
     async def edit(request: Request) -> Response:
         form = await request.form()
         old, new = review.edit(db(), request.path_params["node_id"], str(form.get("text", "")))
-        if is_candidate(old):  # the user's correction is their approval
-            new = candidate_review.approve_edited(db(), new)
+        if is_candidate(old):  # the user's correction is their approval (`review.edit`)
             learn_from(new, "edit", candidate=True)
         return RedirectResponse(f"/memories/{new.id}?done=edited", status_code=303)
 

@@ -11,12 +11,7 @@ import re
 from collections.abc import Sequence
 
 from octygraph.judgement.planted import planted_reason
-from octygraph.memory.candidates import (
-    candidate_attributes,
-    confirm,
-    confirmed_attributes,
-    is_candidate,
-)
+from octygraph.memory.candidates import candidate_attributes, confirm, corrected_attributes
 from octygraph.memory.uses import record_access
 from octygraph.models import DEFAULT_SUBTYPE, SUBTYPES
 from octygraph.pipeline.tools.ops import ToolResult, to_record
@@ -248,8 +243,7 @@ def supersede_memory(
         raise StoreError(f"Memory {old_id} was already replaced by {old.superseded_by}.")
     if old.node_type == "instruction" and source != "user":
         raise Refused("Nothing stored: only the user changes an instruction.")
-    # A correction the user states is what they hold now: the new version of a candidate is not one.
-    confirmed = confirmed_attributes("restated") if is_candidate(old) else {}
+    confirmed = corrected_attributes(old, "restated")
     new = store.supersede(
         old_id, clean, source=source, attributes=_stamped(confirmed, run_id) or {}
     )
