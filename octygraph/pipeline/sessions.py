@@ -57,11 +57,16 @@ class SessionLog:
         os.chmod(tmp, 0o600)
         os.replace(tmp, self.path)
 
-    def seen(self, *, stored: bool = True) -> set[str]:
-        """Ids injected into this session, and (with `stored`) those stored from its messages."""
+    def seen(self) -> set[str]:
+        """Ids injected into this session, and those stored from its messages."""
+        given, stored = self.given_and_stored()
+        return given | stored
+
+    def given_and_stored(self) -> tuple[set[str], set[str]]:
+        """Ids injected into this session, and ids stored from its messages, in one read."""
         with _LOCK:
             data = self._read()
-        return set(data["injected"]) | (set(data["stored"]) if stored else set())
+        return set(data["injected"]), set(data["stored"])
 
     def stored(self) -> list[str]:
         """Ids stored from this session's messages, oldest first."""

@@ -260,10 +260,10 @@ async def assemble(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
     log = ctx.session_log()
     # What this session was already given, and what its own messages stored, is in its conversation:
     # skip it (until a compaction drops it; the SessionStart hook then clears the log).
-    seen: set[str] = set()
     given: set[str] = set()
+    stored: set[str] = set()
     if log is not None:
-        seen, given = await asyncio.to_thread(lambda: (log.seen(), log.seen(stored=False)))
+        given, stored = await asyncio.to_thread(log.given_and_stored)
     sections, needed_again = await asyncio.to_thread(
         collect,
         ctx.memory(),
@@ -271,7 +271,7 @@ async def assemble(state: PipelineState, runtime: Runtime[Context]) -> dict[str,
         state.get("retrieved") or [],
         ctx.day(),
         ctx.l2_model is None,
-        seen,
+        given | stored,
         ctx.run_id,
         given,
     )
