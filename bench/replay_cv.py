@@ -29,7 +29,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.realtraffic_ci import load_tool  # noqa: E402
+from bench.realtraffic_ci import read_run as read_details  # noqa: E402
 
 SHARED = ROOT.parent / "shared"
 DEV = SHARED / "data" / "realtraffic-dev"
@@ -167,23 +167,14 @@ def replay(out: Path, project: Project) -> Path:
 
 def session_counts(path: Path, split: str) -> dict[tuple[str, str], dict]:
     """Per (set, session): the counts the figures are made of, as the tool's `score` counts them."""
-    tool = load_tool()
-    cache: dict = {}
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    by_set: dict[str, list[dict]] = defaultdict(list)
-    for row in rows:
-        by_set[row["set"]].append(row)
     out: dict[tuple[str, str], dict] = {}
-    for name, set_rows in by_set.items():
+    for name, sessions in read_details(path, load_tool()).items():
         first_said: dict[str, str] = {}
-        for row in set_rows:
-            for m in row["label"]["memories"]:
-                first_said.setdefault(m["id"], row["session_id"])
-        sessions: dict[str, list[dict]] = defaultdict(list)
-        for row in set_rows:
-            sessions[row["session_id"]].append(row)
         for sid, rs in sessions.items():
-            rs.sort(key=lambda r: r["idx"])
+            for row in rs:
+                for m in row["label"]["memories"]:
+                    first_said.setdefault(m["id"], sid)
+        for sid, rs in sessions.items():
             c = dict.fromkeys(COUNTS, 0)
             start = rs[0].get("start_records") or []
             needed = {m for r in rs for m in r["label"]["relevant"]}
@@ -196,10 +187,8 @@ def session_counts(path: Path, split: str) -> dict[tuple[str, str], dict]:
                 if not label["store"]:
                     c["neg"] += 1
                     c["neg_stored"] += bool(r["stored"])
-                for m in label["memories"]:
-                    said = " ".join(i["content"] for i in r["stored"] if m["id"] in i["aligned"])
-                    c["memories"] += 1
-                    c["memories_stored"] += tool.cover(m["text"], said, cache) >= tool.MATCH
+                c["memories"] += len(label["memories"])
+                c["memories_stored"] += len(r["stored_memories"])
                 c["items"] += len(r["stored"])
                 c["junk"] += sum(1 for i in r["stored"] if not i["aligned"])
                 if not relevant:
