@@ -260,6 +260,42 @@ CASES = (
         "ea3xvLzcZd8RLvc",
         "| Arkwright | admin |",
     ),
+    # A pair named long after its cue, when the words lead straight in ("... is user / password").
+    (
+        "pair-far-cue",
+        "The HTTP auth in front of grafana.internal.example.net, which Omar maintains, is "
+        "ops / Tiber9-Lantern!",
+        "Tiber9-Lantern",
+        "which Omar maintains, is ops /",
+    ),
+    ("passcode", "The passcode for the Webex account is 5tRk9wQe.", "5tRk9wQe", "Webex account"),
+    ("pin", "The HSM admin PIN is 48213907 and Ingrid keeps the card.", "48213907", "Ingrid"),
+    ("door-code", "Door code for the server room, managed by Kofi: 5821", "5821", "Kofi:"),
+    (
+        "wifi",
+        "Guest Wi-Fi at the Lyon office is Tomas's; WPA3 passphrase harbor-Bl1nk-2214",
+        "harbor-Bl1nk-2214",
+        "Tomas's",
+    ),
+    (
+        "pgpass",
+        ".pgpass on the reporting box: reports-db.internal:5432:analytics:report_reader:Hq8vN3zLp0Wd",
+        "Hq8vN3zLp0Wd",
+        "reports-db.internal:5432:analytics:report_reader:",
+    ),
+    (
+        "recovery-codes-far",
+        "Recovery codes for the npm org owner login (Jonas keeps them in the safe): "
+        "7be21-9f0c4 a83d2-51e6b",
+        "9f0c4",
+        "Jonas keeps them",
+    ),
+    (
+        "scratch-codes-spaced",
+        "Scratch codes for the shared AWS root account, which Farah looks after: 2291 8830, 4417 0925",
+        "4417",
+        "Farah looks after",
+    ),
 )
 
 
@@ -315,6 +351,13 @@ LOOK_ALIKES = (
     "key = self._key(settings)",
     "la clave es fundamental",
     "SHA d2a84f4b8b650937ec8f73cd8be2c74add5a911ba64df27458ed8229da804a26 matches",
+    "PIN 13 drives the status LED",
+    "The GPIO pin is 17",
+    "Timestamps look like 2024-03-02T10:11:12",
+    "Compose maps db:5432:5432 and cache:6379:6379",
+    "The Wi-Fi key rotates every quarter",
+    "Users of the admin panel (admin.example.com) are alice / bob",
+    "Test signup/login in the browser; if the cookie isn't sent, fix **SameSite/Secure** + CORS.",
 )
 
 

@@ -120,14 +120,15 @@ _CODE_VALUE: Final = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[\w.-]+/[\w./-
 """`table.SECRET_NAMES`, `embeddings/data/tokenizer.json`: a name or a file, not a value."""
 _WEAK_ASSIGN: Final = re.compile(rf"(?i)(\b{_WEAK_LABEL}{_ASSIGN_VALUE}")
 _LABELLED: Final = re.compile(
-    r"(?i)\b((?:pass(?:word|phrase|wd)?|pwd|pw|secret|api[ _-]?key|access[ _-]?(?:token|key)|"
+    r"(?i)\b((?:pass(?:word|phrase|wd|code)?|pwd|pw|secret|api[ _-]?key|access[ _-]?(?:token|key)|"
     r"auth[ _-]?token|private[ _-]?key|secret[ _-]?key|token)"
     r"(?:\s+(?:for|of|on|in|to)\s+(?:the\s+)?[\w.-]+(?:\s+[\w.-]+){0,2}){0,2}"
     r"\s*(?:[:=]|\bis\b|\bwas\b)\s*)(\"[^\"]+\"|'[^']+'|\S+)"
 )
 # "password hunter2": a label then, with no separator, a value that is plainly not a word.
 _BARE_LABEL: Final = re.compile(
-    r"(?i)\b((?:password|passwd|passphrase|pwd|api[ _-]?key|secret|token)\s+)"
+    r"(?i)\b((?:password|passwd|passphrase|passcode|pwd|api[ _-]?key|secret|token"
+    r"|(?:wpa[23]?(?:-psk)?|wi-?fi|wlan)\s+(?:key|passphrase))\s+)"
     r"(?=\S*[\d!@#$%^&*+=~?])(?![\d.,:]+(?:\s|$))([^\s\"',;]{6,})"
 )
 # "The password is stored in the vault" names no secret: these words are not values.
@@ -156,10 +157,11 @@ _PAIR: Final = re.compile(
     r"(?<![\w/:@.$%-])([A-Za-z][\w.@+-]{0,63}(?:\s+/\s+|/|:))([^\s/:'\"@]{4,}?)(?=[.,;)]*(?:\s|$))"
 )
 _AT_PAIR: Final = re.compile(r"(?<![\w/:.-])([A-Za-z][\w.-]{0,63}:)([^\s:/@]+)(@[\w-]+\.[\w.-]+)")
-# Words that announce a user and password pair just before it: "login is", "creds:", "curl -u".
+# Words that announce a user and password pair just before it: "login is", "creds:", "curl -u",
+# "basic auth on the preview site (preview.example.com, run by Aiko) is": within the sentence.
 _PAIR_CUE: Final = re.compile(
     r"(?i)(?:\b(?:(?P<strong>log[- ]?ins?|creds|credentials?|sign[- ]?ins?)|accounts?|users?"
-    r"|user[- ]?names?|auth)\b(?P<gap>[^.\n!?]{0,40})|(?:^|\s)(?:-u|--user)(?:\s+|=))$"
+    r"|user[- ]?names?|auth)\b(?P<gap>(?:[^.\n!?]|\.(?=\S)){0,100})|(?:^|\s)(?:-u|--user)(?:\s+|=))$"
 )
 _ENDS_AS_LABEL: Final = re.compile(r"(?i)(?:[:=]|\bis|\bare|\bwas|\bwere)\s*$")
 _ACCOUNTS: Final = frozenset(
@@ -201,7 +203,7 @@ _CJK: Final = re.compile(
 # "reset the admin password to X", "the key is X", "application key for the Mortimer dashboards is
 # X", "user admin pass X": a secret's label, up to four words, a connector and a value that looks
 # like a secret ("the key is in the drawer" and "primary key is id" hold none).
-_PROSE_LABEL: Final = r"pass(?:word|phrase|wd)?|pwd|pw|secret|key|token|pat|credentials?"
+_PROSE_LABEL: Final = r"pass(?:word|phrase|wd|code)?|pwd|pw|secret|key|token|pat|credentials?"
 _CONNECTOR_WORDS: Final = r"is|was|are|to|with|as|stays|remains"
 _PROSE: Final = re.compile(
     rf"(?i)\b((?:{_PROSE_LABEL})\b(?:[ \t]+(?!(?:{_CONNECTOR_WORDS})\b)[\w'-]+(?:\.[\w'-]+)*){{0,4}}?"
@@ -270,8 +272,19 @@ def _random_lower(token: str) -> bool:
 # 2FA backup and recovery codes: the list of code-like groups after "backup codes".
 _CODE: Final = r"(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]{3,10}(?:-[A-Za-z0-9]{3,10}){0,3}"
 _BACKUP_CODES: Final = re.compile(
-    rf"(?i)(\b(?:backup|recovery|2fa|mfa|scratch)\s+codes?\b[^\n:]{{0,50}}?"
+    rf"(?i)(\b(?:backup|recovery|2fa|mfa|scratch)\s+codes?\b[^\n:]{{0,100}}?"
     rf"(?:\s*[:=]\s*|\s+(?:are|is|were)\s+))({_CODE}(?:[,;]?\s+{_CODE}|[,;]\s*{_CODE})+)"
+)
+# "the smartcard PIN is 91536274", "door code for the server room: 5821": a number is the secret
+# after a code's own label (a `PIN` in capitals; "GPIO pin 17" names a pin).
+_PIN: Final = re.compile(
+    r"(\b(?:PINs?|PIN\s+codes?|(?i:pass\s?codes?|pin\s+codes?|(?:door|alarm|unlock|gate|safe|lock"
+    r"|keypad)\s+codes?))\b(?:,?[ \t]+(?!(?:is|was|are)\b)[\w'-]+){0,8}?"
+    r"(?:[ \t]*[:=][ \t]*|[ \t]+(?:is|was|are)[ \t]+))(\d{4,12})(?![\w.,:]\d)"
+)
+# A `.pgpass` line, `host:port:database:user:password`.
+_PGPASS: Final = re.compile(
+    r"(?<![\w:/.@-])([A-Za-z*][\w.*-]*:(?:\d{2,5}|\*):[\w.*-]+:[\w.*@-]+:)([^\s:]+)"
 )
 # `<password>x</password>`, `<apiToken>x</apiToken>`: an element named for a secret.
 _XML_SECRET: Final = re.compile(
@@ -438,7 +451,9 @@ def _pair_password(text: str, match: re.Match[str]) -> bool:
         return False
     if sep == "/" and _looks_random(user + sep + value):
         return False  # one key with a slash in it (AWS secrets have them): redacted whole, later
-    cue = _PAIR_CUE.search(text[max(0, match.start() - 60) : match.start()])
+    cue = _PAIR_CUE.search(text[max(0, match.start() - 160) : match.start()])
+    if cue is not None and len(cue.group("gap") or "") > 40 and not _ENDS_AS_LABEL.search(cue[0]):
+        cue = None  # a cue far back counts only when the words lead straight in: "... is x / y"
     cued = cue is not None
     if sep.strip() == "/":  # `input/output`, `src/main`: a slash pairs only after a cue
         # After "login is" or "creds for X:" any value is the password; after a weaker cue
@@ -486,7 +501,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
     URLs and DSNs, `NAME_KEY=value` / `db_password=value` / `AccountKey=value` assignments,
     "password: x" / "password is x" / "password x", passwords labelled in other languages ("das
     Passwort ist x", "パスワードはxです"), prose ("reset the password to x", "the key is x"), 2FA
-    backup codes, XML elements and Markdown table columns named for a secret, and long
+    backup codes, PINs and passcodes, Wi-Fi keys, `.pgpass` lines, XML elements and Markdown table columns named for a secret, and long
     random-looking tokens (base32 seeds, lower-case personal access tokens).
 
     Returns:
@@ -586,6 +601,8 @@ def redact_secrets(text: str) -> tuple[str, int]:
     for pattern in (_FOREIGN, _CJK, _PROSE, _BARE_PASS, _LOGIN_WITH):
         text = redact_each(pattern, prose, text)
     text = redact_each(_BACKUP_CODES, lambda m: f"{m.group(1)}{REDACTED}", text)
+    text = redact_each(_PIN, lambda m: f"{m.group(1)}{REDACTED}", text)
+    text = keep_label(_PGPASS, text)
 
     def xml(match: re.Match[str]) -> str | None:
         value, tag = match.group(3), match.group(2).lower()
