@@ -296,6 +296,81 @@ CASES = (
         "4417",
         "Farah looks after",
     ),
+    ("unlocks-with", "The demo Pixel in Ana's desk unlocks with 481529.", "481529", "Ana's desk"),
+    ("puk", "Marco keeps the on-call SIM; its PUK is 61730495.", "61730495", "Marco keeps"),
+    (
+        "bare-pin",
+        "The signing token that Femi manages has admin PIN 308817.",
+        "308817",
+        "Femi manages",
+    ),
+    ("dashed-code", "The locker keypad code is 7-3-1-8, ask Dee.", "7-3-1-8", "ask Dee"),
+    (
+        "one-recovery-code",
+        "The Fastly account is Ken's; its 2fa recovery code 8rt2-kq71-zz4m is in the envelope.",
+        "8rt2-kq71",
+        "in the envelope",
+    ),
+    (
+        "grouped-seed",
+        "Mona owns the VPN; the TOTP seed is JBSW Y3DP EHPK 3PXP.",
+        "Y3DP EHPK",
+        "Mona owns the VPN",
+    ),
+    (
+        "psk",
+        "The lab's IoT network is Sam's; its PSK is Gr33n-Lab-Mesh!",
+        "Gr33n-Lab-Mesh",
+        "Sam's",
+    ),
+    (
+        "session-cookie",
+        "Ops owns the admin panel; my sessionid=9fk2m1x8q7z3v5b6n4c0 works for now.",
+        "9fk2m1x8q7z3v5b6n4c0",
+        "works for now",
+    ),
+    (
+        "named-session-cookie",
+        "the kibana_session cookie 3c9e1a7f5b2d8c4e6a0f gets me in",
+        "3c9e1a7f5b2d8c4e6a0f",
+        "gets me in",
+    ),
+    (
+        "keytool",
+        "Ravi owns signing: keytool -list -keystore app.jks -storepass Tq8vLm2xPz",
+        "Tq8vLm2xPz",
+        "-storepass",
+    ),
+    (
+        "passphrase-assign",
+        "The bench AP config has wpa_passphrase=Lm4kQz8vRt",
+        "Lm4kQz8vRt",
+        "wpa_",
+    ),
+    (
+        "webhook-path",
+        "Support owns the intake hook https://hooks.example.io/hooks/catch/88123/x7kq29p/ for forms",
+        "x7kq29p",
+        "for forms",
+    ),
+    (
+        "webhook-key",
+        "Ops set up https://events.example.com/integration/a81f0c9d2b7e4411/enqueue for alerts",
+        "a81f0c9d2b7e4411",
+        "for alerts",
+    ),
+    (
+        "pin-long-aside",
+        "The PUK for the spare SIM in the Leeds office router drawer is 55102938, ask Ola.",
+        "55102938",
+        "ask Ola",
+    ),
+    (
+        "one-backup-code-digits",
+        "A backup code for the billing login, in case Ivo is away: 40917733",
+        "40917733",
+        "Ivo is away",
+    ),
 )
 
 
@@ -358,6 +433,15 @@ LOOK_ALIKES = (
     "The Wi-Fi key rotates every quarter",
     "Users of the admin panel (admin.example.com) are alice / bob",
     "Test signup/login in the browser; if the cookie isn't sent, fix **SameSite/Secure** + CORS.",
+    "PIN 2 is ground on the header.",
+    "The PIN was reset in March 2024.",
+    "The session cookie expires after 30 days.",
+    "Django sets sessionid on login.",
+    "Recovery key rotation happens every year.",
+    "The TOTP secret is stored in Vault.",
+    "Hash it with a secret (SHA-256 HMAC) first.",
+    "Docs are at https://docs.example.com/integrations/setup-guide",
+    "The webhook is https://example.com/hooks/github and Priya owns it.",
 )
 
 

@@ -99,7 +99,7 @@ _ENV_ASSIGN: Final = re.compile(
 # After a label that always names a secret any value goes; after a weaker one (`sort_key=`,
 # `auth=`) only a value that looks like a key.
 _STRONG_LABEL: Final = (
-    r"[\w.-]*(?:password|passwd|pwd|secret|token|credentials?|api[_-]?key|access[_-]?key|"
+    r"[\w.-]*(?:password|passwd|passphrase|pwd|secret|token|credentials?|api[_-]?key|access[_-]?key|"
     r"private[_-]?key|account[_-]?key|shared[_-]?access[_-]?key|client[_-]?secret)"
 )
 _WEAK_LABEL: Final = r"[\w.-]*(?:key|auth|sig|signature|pass|dsn)"
@@ -128,8 +128,8 @@ _LABELLED: Final = re.compile(
 # "password hunter2": a label then, with no separator, a value that is plainly not a word.
 _BARE_LABEL: Final = re.compile(
     r"(?i)\b((?:password|passwd|passphrase|passcode|pwd|api[ _-]?key|secret|token"
-    r"|(?:wpa[23]?(?:-psk)?|wi-?fi|wlan)\s+(?:key|passphrase))\s+)"
-    r"(?=\S*[\d!@#$%^&*+=~?])(?![\d.,:]+(?:\s|$))([^\s\"',;]{6,})"
+    r"|psk|(?:wpa[23]?(?:-psk)?|wi-?fi|wlan)\s+(?:key|passphrase))\s+)"
+    r"(?=\S*[\d!@#$%^&*+=~?])(?![\d.,:]+(?:\s|$)|\()([^\s\"',;]{6,})"
 )
 # "The password is stored in the vault" names no secret: these words are not values.
 _NOT_A_VALUE: Final = frozenset(
@@ -145,8 +145,10 @@ _MYSQL: Final = r"\b(?:mysql\w*|mariadb[\w-]*)\b"
 _FLAG_VALUE: Final = r"(?=[^\s-])(\"[^\"\n]*\"|'[^'\n]*'|\S+)"
 _FLAG_ATTACHED: Final = re.compile(rf"({_MYSQL}{_CMD_END}-p){_FLAG_VALUE}")  # mysql -psecret
 _FLAG_SPACED: Final = re.compile(
-    rf"(\b(?:sshpass|mongo\w*|(?:docker|podman|buildah|skopeo|nerdctl)\s+login)\b{_CMD_END}-p\s+"
+    rf"(\b(?:sshpass|mongo\w*|rabbitmqadmin|(?:docker|podman|buildah|skopeo|nerdctl)\s+login)\b"
+    rf"{_CMD_END}-p\s+"
     rf"|\b(?:plink|pscp|psftp)\b{_CMD_END}-pw\s+|\bredis-cli\b{_CMD_END}-a\s+"
+    rf"|\bkeytool\b{_CMD_END}-(?:src|dest)?(?:store|key)pass(?::\w+)?\s+"
     rf"|--pass(?:word|wd)?(?:\s+|=)){_FLAG_VALUE}"
 )
 # `mysql -p name` names a database after prompting for the password: a value there is a password
@@ -203,10 +205,12 @@ _CJK: Final = re.compile(
 # "reset the admin password to X", "the key is X", "application key for the Mortimer dashboards is
 # X", "user admin pass X": a secret's label, up to four words, a connector and a value that looks
 # like a secret ("the key is in the drawer" and "primary key is id" hold none).
-_PROSE_LABEL: Final = r"pass(?:word|phrase|wd|code)?|pwd|pw|secret|key|token|pat|credentials?"
+_PROSE_LABEL: Final = (
+    r"pass(?:word|phrase|wd|code)?|pwd|pw|secret|key|token|pat|credentials?|psk|pre-?shared\s+key"
+)
 _CONNECTOR_WORDS: Final = r"is|was|are|to|with|as|stays|remains"
 _PROSE: Final = re.compile(
-    rf"(?i)\b((?:{_PROSE_LABEL})\b(?:[ \t]+(?!(?:{_CONNECTOR_WORDS})\b)[\w'-]+(?:\.[\w'-]+)*){{0,4}}?"
+    rf"(?i)\b((?:{_PROSE_LABEL})\b(?:[ \t]+(?!(?:{_CONNECTOR_WORDS})\b)[\w'-]+(?:\.[\w'-]+)*){{0,6}}?"
     rf"(?:[ \t]*[:=][ \t]*|[ \t]+(?:{_CONNECTOR_WORDS})[ \t]+))([^\s\"']+)"
 )
 # "user admin pass X", "kiosk and pass X": `pass` or `pw` right before a password.
@@ -258,7 +262,7 @@ def _prose_secret(value: str, password: bool = False) -> bool:
 # base32 seeds after "seed", "TOTP", "2FA" or 32 characters long.
 _LOWER_TOKEN: Final = re.compile(r"(?<![\w/.@-])[a-z0-9]{40,}(?![\w/@-])")
 _BASE32: Final = re.compile(r"(?<![\w/.-])[A-Z2-7]{16,}(?![\w/-])")
-_OTP_CUE: Final = re.compile(r"(?i)\b(?:seed|secret|totp|otp|2fa|mfa|authenticator)\b[^.\n]{0,40}$")
+_OTP_CUE: Final = re.compile(r"(?i)\b(?:seed|secret|totp|otp|2fa|mfa|authenticator)\b[^.\n]{0,70}$")
 _COMMIT_CUE: Final = re.compile(r"(?i)\b(?:commit|sha|rev(?:ision)?|hash|digest|checksum)\W*$")
 
 
@@ -275,12 +279,43 @@ _BACKUP_CODES: Final = re.compile(
     rf"(?i)(\b(?:backup|recovery|2fa|mfa|scratch)\s+codes?\b[^\n:]{{0,100}}?"
     rf"(?:\s*[:=]\s*|\s+(?:are|is|were)\s+))({_CODE}(?:[,;]?\s+{_CODE}|[,;]\s*{_CODE})+)"
 )
+_PIN_VALUE: Final = r"(\d{4,12}|\d(?:-\d){3,11})(?![\w.,:]\d)"
 # "the smartcard PIN is 91536274", "door code for the server room: 5821": a number is the secret
 # after a code's own label (a `PIN` in capitals; "GPIO pin 17" names a pin).
 _PIN: Final = re.compile(
-    r"(\b(?:PINs?|PIN\s+codes?|(?i:pass\s?codes?|pin\s+codes?|(?:door|alarm|unlock|gate|safe|lock"
-    r"|keypad)\s+codes?))\b(?:,?[ \t]+(?!(?:is|was|are)\b)[\w'-]+){0,8}?"
-    r"(?:[ \t]*[:=][ \t]*|[ \t]+(?:is|was|are)[ \t]+))(\d{4,12})(?![\w.,:]\d)"
+    r"(\b(?:PINs?|PUKs?|PIN\s+codes?|(?i:pass\s?codes?|pin\s+codes?|(?:door|alarm|unlock|gate|safe|lock"
+    r"|keypad)\s+codes?))\b(?:,?[ \t]+(?!(?:is|was|are)\b)[\w'-]+){0,12}?"
+    r",?(?:[ \t]*[:=][ \t]*|[ \t]+(?:is|was|are)[ \t]+))" + _PIN_VALUE
+)
+# "PIV PIN 270318", "unlock pin 135724", "it unlocks with 902614": a code right after its label.
+_PIN_BARE: Final = re.compile(
+    r"(\b(?:PINs?|PUKs?|(?i:(?:unlock|sim|piv|admin|user)\s+(?:pin|puk|code)|pin\s+code|passcode"
+    r"|(?:door|alarm|gate|safe|lock|keypad)\s+code)|(?i:unlock(?:s|ed)?\s+(?:it\s+)?with"
+    r"(?:\s+(?:the\s+)?(?:pin|code|passcode))?))[ \t]+)" + _PIN_VALUE
+)
+# One recovery code or key: "2fa backup code 3kq9-7hx2-m4wp", "recovery key is RK-8WQ2-HT7P-Z3MC".
+_ONE_CODE: Final = re.compile(
+    r"(?i)(\b(?:backup|recovery|2fa|mfa|scratch)\s+(?:code|key)\b[^\n:]{0,70}?"
+    r"(?:\s*[:=]\s*|\s+(?:is|was)\s+|\s+))"
+    r"((?=[a-z0-9-]*\d)[a-z0-9]{2,8}(?:-[a-z0-9]{3,8}){2,7}|\d{6,12}"
+    r"|(?=(?:[a-z]*\d){2})(?=(?:\d*[a-z]){2})[a-z0-9]{16,40})(?![\w-])"
+)
+# A TOTP seed written in groups of four: "the TOTP secret is 7QHZ 3LMK P2XR 9VTW".
+_GROUPED_SEED: Final = re.compile(r"(?<![\w-])(?:[A-Za-z0-9]{4}[ ]){3,}[A-Za-z0-9]{4}(?![\w-])")
+# Session cookies: `sessionid=...`, `JSESSIONID=...`, "the grafana_session cookie 4d8e...".
+_SESSION_COOKIE: Final = re.compile(
+    r"(?i)(\b(?:[\w-]*sess(?:ion)?[_-]?id|phpsessid|connect\.sid|[\w-]*_session|remember_(?:token|me)"
+    r"|csrftoken)(?:\s+cookie)?(?:\s*[=:]\s*|\s+(?:is|was)\s+|\s+))"
+    r"((?=[\w%.~+/-]*\d)(?=[\w%.~+/-]*[a-z])[\w%.~+/-]{16,})"
+)
+# A webhook's URL holds its token in the path: `hooks.zapier.com/hooks/catch/3729654/bqef86z/`,
+# `events.pagerduty.com/integration/<key>/enqueue`, `maker.ifttt.com/trigger/x/with/key/<key>`.
+_HOOK_URL: Final = re.compile(
+    r"(?i)\bhttps?://(?:[^\s/]*hooks?\.[^\s/]+|[^\s/]+(?:/[^\s/]+)*?"
+    r"/(?:hooks?|webhooks?|integrations?|catch|key|incoming))/[^\s\"'<>)]+"
+)
+_PATH_TOKEN: Final = re.compile(
+    r"(?<=/)(?=(?:[A-Za-z_-]*\d){2})(?=[\w-]*[A-Za-z])[\w-]{7,}(?=[/?#.,;]|$)"
 )
 # A `.pgpass` line, `host:port:database:user:password`.
 _PGPASS: Final = re.compile(
@@ -602,6 +637,23 @@ def redact_secrets(text: str) -> tuple[str, int]:
         text = redact_each(pattern, prose, text)
     text = redact_each(_BACKUP_CODES, lambda m: f"{m.group(1)}{REDACTED}", text)
     text = redact_each(_PIN, lambda m: f"{m.group(1)}{REDACTED}", text)
+    text = redact_each(_PIN_BARE, lambda m: f"{m.group(1)}{REDACTED}", text)
+    text = redact_each(_ONE_CODE, lambda m: f"{m.group(1)}{REDACTED}", text)
+    text = redact_each(_SESSION_COOKIE, lambda m: f"{m.group(1)}{REDACTED}", text)
+    text = redact_each(
+        _HOOK_URL,
+        lambda m: _PATH_TOKEN.sub(REDACTED, m.group()) if _PATH_TOKEN.search(m.group()) else None,
+        text,
+    )
+
+    def grouped_seed(match: re.Match[str]) -> str | None:
+        before = match.string[max(0, match.start() - 60) : match.start()]
+        groups = match.group().split()
+        if _OTP_CUE.search(before) is None or sum(any(c.isdigit() for c in g) for g in groups) < 2:
+            return None
+        return REDACTED
+
+    text = redact_each(_GROUPED_SEED, grouped_seed, text)
     text = keep_label(_PGPASS, text)
 
     def xml(match: re.Match[str]) -> str | None:
