@@ -546,12 +546,14 @@ def test_no_service_switch_never_asks_or_starts_a_service(
 
 def test_every_hook_process_lives_at_most_its_budget() -> None:
     """The watchdog's deadline, from the hook's process start: a hand-off returns at once (twice its
-    0.25 s), a prompt just before its budget; in-process, a run (a Stop within four prompt budgets)
-    and the write of its answer end `KEPT_S` before the budget."""
+    0.25 s), a prompt `KEPT_S` before its budget; in-process, a run (a Stop within four prompt
+    budgets) and the write of its answer end `KEPT_S` before the budget."""
     env = {"OCTY_HOOK_BUDGET_S": "4"}
     assert client.watchdog_budget_s("stop", env, True) == 2 * client.HANDOFF_BUDGET_S == 0.5
     assert client.watchdog_budget_s("session-end", env, True) == 0.5
-    assert client.watchdog_budget_s("prompt", env, True) == 4 - client.EXIT_MARGIN_S
+    assert client.watchdog_budget_s("prompt", env, True) == pytest.approx(
+        4 - client.KEPT_S - client.EXIT_MARGIN_S
+    )
     kept = client.KEPT_S + client.WRITE_GUARD_S + client.EXIT_MARGIN_S
     assert client.watchdog_budget_s("stop", env, False) == pytest.approx(16 - kept)
     assert client.watchdog_budget_s("stop", {**env, "OCTY_NO_SERVICE": "1"}, True) == pytest.approx(
@@ -561,9 +563,9 @@ def test_every_hook_process_lives_at_most_its_budget() -> None:
         "prompt", {**env, "OCTY_NO_SERVICE": "1"}, True
     ) == pytest.approx(4 - kept)
     assert client.KEPT_S >= 2.0
-    assert client.watchdog_budget_s("session-start", {"OCTY_HOOK_BUDGET_S": "30"}, True) == (
-        client.START_BUDGET_S - client.EXIT_MARGIN_S
-    )
+    assert client.watchdog_budget_s(
+        "session-start", {"OCTY_HOOK_BUDGET_S": "30"}, True
+    ) == pytest.approx(client.START_BUDGET_S - client.KEPT_S - client.EXIT_MARGIN_S)
 
 
 def _stored_soon(e: Env, text: str, project: str = "alpha", timeout: float = 60) -> bool:
@@ -597,10 +599,13 @@ def test_frozen_service_costs_one_budget_then_is_replaced(env: Env) -> None:
     assert code == 0 and out == ""
     assert list(protocol.ServicePaths(env.home).spool_dir.glob("*.json"))
 
+    began = time.monotonic()
     code, out = _run_hook(
-        env, "prompt", _payload("Who handles Anderson?", cwd), OCTY_HOOK_BUDGET_S="4"
+        env, "prompt", _payload("Who handles Anderson?", cwd), OCTY_HOOK_BUDGET_S="6"
     )
     assert code == 0 and out == ""  # no context this time, and no re-run in the hook
+    # It stopped waiting `KEPT_S` (2 s) before its budget, not at the budget's end.
+    assert 6 - (time.monotonic() - began) > 1.5
     # It missed its deadline: killed (even while stopped) and replaced, not counted alive.
     assert frozen.wait(timeout=10) == -signal.SIGKILL
     assert env.wait(lambda h: h["running"] and h.get("warm") and h["pid"] != frozen.pid)

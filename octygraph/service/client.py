@@ -7,8 +7,9 @@ Python start-up and a socket round trip.
 Budgets are counted from the start of the hook process (interpreter start-up and imports included),
 and a watchdog thread ends the process with exit 0 when one runs out, whatever the service does:
 
-- `prompt` waits for the service's answer until its budget (`OCTY_HOOK_BUDGET_S`) is nearly spent.
-  When no service listens it starts one (detached: new session, double fork) and waits for it; a
+- `prompt` waits for the service's answer until `KEPT_S` (2 s) before its budget (`OCTY_HOOK_BUDGET_S`);
+  the service's own run ends before that, so only a frozen or stuck service is waited out. When no
+  service listens it starts one (detached: new session, double fork) and waits for it; a
   service that misses the deadline is killed and replaced, and the prompt goes on without context.
   Nothing is ever re-run in the hook process after a service failed.
 - `session-start` asks like a prompt, within `START_BUDGET_S`: the warm service answers with the
@@ -692,7 +693,7 @@ def run_hook(
         # of it is over by then, `KEPT_S` before the budget.
         deadline = Deadline(started, in_process_end(started, event, env) - started)
     else:
-        deadline = Deadline(started, hook_budget_s(event, env) - WAIT_MARGIN_S)
+        deadline = Deadline(started, watchdog_budget_s(event, env, True) - WAIT_MARGIN_S)
     result = HookResult("", "skipped", "OCTY_NO_SERVICE=1", fallback=True)
     team_note = ""
     if env.get("OCTY_SERVER_URL"):
@@ -840,7 +841,9 @@ def watchdog_budget_s(event: str, env: Mapping[str, str], start_if_missing: bool
         return max(0.0, budget - KEPT_S - WRITE_GUARD_S - EXIT_MARGIN_S)
     if event in protocol.HANDOFF_EVENTS:
         return HANDOFF_BUDGET_S * 2
-    return budget - EXIT_MARGIN_S
+    # The service's run is over `KEPT_S` plus its answer's margin before the budget (`run_deadline`):
+    # waiting past `KEPT_S` would only wait out a frozen service.
+    return budget - KEPT_S - EXIT_MARGIN_S
 
 
 def hook_main(event: str, *, start_if_missing: bool = True) -> None:
