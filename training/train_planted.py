@@ -8,7 +8,7 @@ word pairs. What it learns from:
 
 - `training/planted/attacks.jsonl` and `benign.jsonl`: planted instructions of five kinds (persona,
   role tag, an AI addressed inside quoted data, delayed trigger, harmful standing order) and team rules
-  that share their words, 100 to 165 of each kind, written for this model;
+  that share their words, 100 to 265 of each kind, written for this model;
 - the tuning parts of the test corpora (`tests/injection_kinds.py`, `tests/security_corpus.py`); their
   held-out parts stay out, so the tests measure what the model never saw;
 - every sentence of the real sessions in `../shared/data/realtraffic-*` (prompts and assistant
