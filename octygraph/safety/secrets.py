@@ -536,8 +536,9 @@ def redact_secrets(text: str) -> tuple[str, int]:
     URLs and DSNs, `NAME_KEY=value` / `db_password=value` / `AccountKey=value` assignments,
     "password: x" / "password is x" / "password x", passwords labelled in other languages ("das
     Passwort ist x", "パスワードはxです"), prose ("reset the password to x", "the key is x"), 2FA
-    backup codes, PINs and passcodes, Wi-Fi keys, `.pgpass` lines, XML elements and Markdown table columns named for a secret, and long
-    random-looking tokens (base32 seeds, lower-case personal access tokens).
+    backup and recovery codes, TOTP seeds, PINs and passcodes, Wi-Fi keys, `.pgpass` lines, session
+    cookies, webhook tokens in a URL's path, XML elements and Markdown table columns named for a
+    secret, and long random-looking tokens (base32 seeds, lower-case personal access tokens).
 
     Returns:
         The redacted text and the number of secrets replaced.
@@ -647,7 +648,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
     )
 
     def grouped_seed(match: re.Match[str]) -> str | None:
-        before = match.string[max(0, match.start() - 60) : match.start()]
+        before = match.string[max(0, match.start() - 90) : match.start()]
         groups = match.group().split()
         if _OTP_CUE.search(before) is None or sum(any(c.isdigit() for c in g) for g in groups) < 2:
             return None
