@@ -371,6 +371,63 @@ CASES = (
         "40917733",
         "Ivo is away",
     ),
+    (
+        "spaced-pair-symbols",
+        "The wiki box is run by Ana (ask her first), login is wiki-admin / Qa7%.k@Lm2.x",
+        "Qa7%.k@Lm2.x",
+        "login is wiki-admin /",
+    ),
+    (
+        "prose-quoted-being",
+        "After months of back and forth the shared password ended up being 'Vw3nRt8qLz'",
+        "Vw3nRt8qLz",
+        "ended up being",
+    ),
+    (
+        "jarsigner",
+        "Lea signs with jarsigner -storepass Kp2vXm9qLt app.apk",
+        "Kp2vXm9qLt",
+        "app.apk",
+    ),
+    ("de-hyphen", "Das Admin-Passwort lautet Hq4!zTr8Lm, Jan betreut es.", "Hq4!zTr8Lm", "Jan"),
+    (
+        "combination",
+        "The spare laptops are in cabinet 3, combination 7-22-15; IT owns it.",
+        "7-22-15",
+        "IT",
+    ),
+    (
+        "pin-aside",
+        "The badge PIN for the lab door (the one Ola set up last spring) is 48201937",
+        "48201937",
+        "Ola set up",
+    ),
+    ("quoted-pin", 'Our voicemail PIN, if the line fills up, is "590213".', "590213", "line fills"),
+    (
+        "two-group-code",
+        "One of the npm recovery codes for the bot account (Jo keeps the rest) is 7f3a2-90c1d",
+        "7f3a2-90c1d",
+        "Jo keeps the rest",
+    ),
+    ("psk-assign", 'network={ ssid="Lab" psk="Tz8kQ2mWp4Lx" }', "Tz8kQ2mWp4Lx", 'ssid="Lab"'),
+    (
+        "wifi-qr",
+        "The QR says WIFI:T:WPA;S:Guest;P:Rb7mKq2zTw;; for guests",
+        "Rb7mKq2zTw",
+        "S:Guest;",
+    ),
+    (
+        "cookie-gap",
+        "If SSO is down, this JSESSIONID still works: 9A7C1E5B3D2F4A6C8E0B",
+        "9A7C1E5B3D2F4A6C8E0B",
+        "still works",
+    ),
+    (
+        "cookie-named",
+        "the auth cookie is .AspNetCore.Cookies=CfDJ8Qx2mZ7kLp4Rt9vWb3",
+        "CfDJ8Qx2mZ7kLp4Rt9vWb3",
+        ".AspNetCore.",
+    ),
 )
 
 
@@ -442,6 +499,10 @@ LOOK_ALIKES = (
     "Hash it with a secret (SHA-256 HMAC) first.",
     "Docs are at https://docs.example.com/integrations/setup-guide",
     "The webhook is https://example.com/hooks/github and Priya owns it.",
+    "Read input / output from the pipe; the login is handled upstream.",
+    "The lock combination changes every quarter.",
+    "Cookies=true is the default in the client config.",
+    "The admin-password rotates every 90 days.",
 )
 
 

@@ -99,7 +99,7 @@ _ENV_ASSIGN: Final = re.compile(
 # After a label that always names a secret any value goes; after a weaker one (`sort_key=`,
 # `auth=`) only a value that looks like a key.
 _STRONG_LABEL: Final = (
-    r"[\w.-]*(?:password|passwd|passphrase|pwd|secret|token|credentials?|api[_-]?key|access[_-]?key|"
+    r"[\w.-]*(?:password|passwd|passphrase|pwd|psk|secret|token|credentials?|api[_-]?key|access[_-]?key|"
     r"private[_-]?key|account[_-]?key|shared[_-]?access[_-]?key|client[_-]?secret)"
 )
 _WEAK_LABEL: Final = r"[\w.-]*(?:key|auth|sig|signature|pass|dsn)"
@@ -148,7 +148,7 @@ _FLAG_SPACED: Final = re.compile(
     rf"(\b(?:sshpass|mongo\w*|rabbitmqadmin|(?:docker|podman|buildah|skopeo|nerdctl)\s+login)\b"
     rf"{_CMD_END}-p\s+"
     rf"|\b(?:plink|pscp|psftp)\b{_CMD_END}-pw\s+|\bredis-cli\b{_CMD_END}-a\s+"
-    rf"|\bkeytool\b{_CMD_END}-(?:src|dest)?(?:store|key)pass(?::\w+)?\s+"
+    rf"|\b(?:keytool|jarsigner)\b{_CMD_END}-(?:src|dest)?(?:store|key)pass(?::\w+)?\s+"
     rf"|--pass(?:word|wd)?(?:\s+|=)){_FLAG_VALUE}"
 )
 # `mysql -p name` names a database after prompting for the password: a value there is a password
@@ -157,6 +157,10 @@ _MYSQL_SPACED: Final = re.compile(rf"({_MYSQL}{_CMD_END}-p\s+){_FLAG_VALUE}")
 # A user and password pair: `admin / Hunter2x!`, `deploy:s3cr3tPass`, `root:pw@host`.
 _PAIR: Final = re.compile(
     r"(?<![\w/:@.$%-])([A-Za-z][\w.@+-]{0,63}(?:\s+/\s+|/|:))([^\s/:'\"@]{4,}?)(?=[.,;)]*(?:\s|$))"
+)
+# A pair spaced around its slash takes any password after a cue: "login is ci / MYer%.J@RGiy.6".
+_SPACED_PAIR: Final = re.compile(
+    r"(?<![\w/:@.$%-])([A-Za-z][\w.@+-]{0,63}\s+/\s+)(\S{4,}?)(?=[.,;)]*(?:\s|$))"
 )
 _AT_PAIR: Final = re.compile(r"(?<![\w/:.-])([A-Za-z][\w.-]{0,63}:)([^\s:/@]+)(@[\w-]+\.[\w.-]+)")
 # Words that announce a user and password pair just before it: "login is", "creds:", "curl -u",
@@ -195,7 +199,7 @@ _FOREIGN_OF: Final = (
     r"(?:del?|des|du|der|den|dem|di|della|do|da|van|voor|för|till|dla|для|od|für|pour|para|per)"
 )
 _FOREIGN: Final = re.compile(
-    rf"(?i)(?<![\w-])((?:{_FOREIGN_LABEL})(?:\s+{_FOREIGN_OF}\s+(?:\w+\s+)?[\w-]+)?"
+    rf"(?i)(?<![\w])((?:{_FOREIGN_LABEL})(?:\s+{_FOREIGN_OF}\s+(?:\w+\s+)?[\w-]+)?"
     rf"(?:{_FOREIGN_CONNECTOR}))([^\s\"',;，、。]+)"
 )
 _CJK: Final = re.compile(
@@ -208,10 +212,10 @@ _CJK: Final = re.compile(
 _PROSE_LABEL: Final = (
     r"pass(?:word|phrase|wd|code)?|pwd|pw|secret|key|token|pat|credentials?|psk|pre-?shared\s+key"
 )
-_CONNECTOR_WORDS: Final = r"is|was|are|to|with|as|stays|remains"
+_CONNECTOR_WORDS: Final = r"is|was|are|to|with|as|stays|remains|being"
 _PROSE: Final = re.compile(
     rf"(?i)\b((?:{_PROSE_LABEL})\b(?:[ \t]+(?!(?:{_CONNECTOR_WORDS})\b)[\w'-]+(?:\.[\w'-]+)*){{0,6}}?"
-    rf"(?:[ \t]*[:=][ \t]*|[ \t]+(?:{_CONNECTOR_WORDS})[ \t]+))([^\s\"']+)"
+    rf"(?:[ \t]*[:=][ \t]*|[ \t]+(?:{_CONNECTOR_WORDS})[ \t]+)[\"'`]?)([^\s\"'`]+)"
 )
 # "user admin pass X", "kiosk and pass X": `pass` or `pw` right before a password.
 _BARE_PASS: Final = re.compile(r"(?i)(?<![\w-])((?:pass|pw)\s+)(?=[^\s\"',;]*\d)([^\s\"',;]{6,})")
@@ -279,25 +283,26 @@ _BACKUP_CODES: Final = re.compile(
     rf"(?i)(\b(?:backup|recovery|2fa|mfa|scratch)\s+codes?\b[^\n:]{{0,100}}?"
     rf"(?:\s*[:=]\s*|\s+(?:are|is|were)\s+))({_CODE}(?:[,;]?\s+{_CODE}|[,;]\s*{_CODE})+)"
 )
-_PIN_VALUE: Final = r"(\d{4,12}|\d(?:-\d){3,11})(?![\w.,:]\d)"
+_PIN_VALUE: Final = r"[\"'`]?(\d{4,12}|\d(?:-\d){3,11}|\d{1,2}(?:-\d{1,2}){2,5})(?![\w.,:]\d)"
 # "the smartcard PIN is 91536274", "door code for the server room: 5821": a number is the secret
 # after a code's own label (a `PIN` in capitals; "GPIO pin 17" names a pin).
 _PIN: Final = re.compile(
-    r"(\b(?:PINs?|PUKs?|PIN\s+codes?|(?i:pass\s?codes?|pin\s+codes?|(?:door|alarm|unlock|gate|safe|lock"
-    r"|keypad)\s+codes?))\b(?:,?[ \t]+(?!(?:is|was|are)\b)[\w'-]+){0,12}?"
+    r"(\b(?:PINs?|PUKs?|PIN\s+codes?|(?i:pass\s?codes?|pin\s+codes?|combination|(?:door|alarm|disarm"
+    r"|unlock|gate|safe|lock|locker|keypad)\s+codes?))\b(?:,?[ \t]+(?!(?:is|was|are)\b)[\w'-]+){0,12}?"
+    r"(?:[ \t]*\([^()\n]{0,100}\)|,[^,\n]{0,60},)?"
     r",?(?:[ \t]*[:=][ \t]*|[ \t]+(?:is|was|are)[ \t]+))" + _PIN_VALUE
 )
 # "PIV PIN 270318", "unlock pin 135724", "it unlocks with 902614": a code right after its label.
 _PIN_BARE: Final = re.compile(
-    r"(\b(?:PINs?|PUKs?|(?i:(?:unlock|sim|piv|admin|user)\s+(?:pin|puk|code)|pin\s+code|passcode"
+    r"(\b(?:PINs?|PUKs?|(?i:(?:unlock|sim|piv|admin|user)\s+(?:pin|puk|code)|pin\s+code|passcode|combination"
     r"|(?:door|alarm|gate|safe|lock|keypad)\s+code)|(?i:unlock(?:s|ed)?\s+(?:it\s+)?with"
     r"(?:\s+(?:the\s+)?(?:pin|code|passcode))?))[ \t]+)" + _PIN_VALUE
 )
 # One recovery code or key: "2fa backup code 3kq9-7hx2-m4wp", "recovery key is RK-8WQ2-HT7P-Z3MC".
 _ONE_CODE: Final = re.compile(
-    r"(?i)(\b(?:backup|recovery|2fa|mfa|scratch)\s+(?:code|key)\b[^\n:]{0,70}?"
+    r"(?i)(\b(?:backup|recovery|2fa|mfa|scratch)\s+(?:codes?|keys?)\b[^\n:]{0,100}?"
     r"(?:\s*[:=]\s*|\s+(?:is|was)\s+|\s+))"
-    r"((?=[a-z0-9-]*\d)[a-z0-9]{2,8}(?:-[a-z0-9]{3,8}){2,7}|\d{6,12}"
+    r"((?=[a-z0-9-]*\d)(?:[a-z0-9]{2,8}(?:-[a-z0-9]{3,8}){2,7}|[a-z0-9]{4,8}-[a-z0-9]{4,8})|\d{6,12}"
     r"|(?=(?:[a-z]*\d){2})(?=(?:\d*[a-z]){2})[a-z0-9]{16,40})(?![\w-])"
 )
 # A TOTP seed written in groups of four: "the TOTP secret is 7QHZ 3LMK P2XR 9VTW".
@@ -305,7 +310,7 @@ _GROUPED_SEED: Final = re.compile(r"(?<![\w-])(?:[A-Za-z0-9]{4}[ ]){3,}[A-Za-z0-
 # Session cookies: `sessionid=...`, `JSESSIONID=...`, "the grafana_session cookie 4d8e...".
 _SESSION_COOKIE: Final = re.compile(
     r"(?i)(\b(?:[\w-]*sess(?:ion)?[_-]?id|phpsessid|connect\.sid|[\w-]*_session|remember_(?:token|me)"
-    r"|csrftoken)(?:\s+cookie)?(?:\s*[=:]\s*|\s+(?:is|was)\s+|\s+))"
+    r"|csrftoken|[\w.-]*cookies?(?==))(?:\s+cookie)?(?:\s+\w+){0,3}?(?:\s*[=:]\s*|\s+(?:is|was)\s+|\s+))"
     r"((?=[\w%.~+/-]*\d)(?=[\w%.~+/-]*[a-z])[\w%.~+/-]{16,})"
 )
 # A webhook's URL holds its token in the path: `hooks.zapier.com/hooks/catch/3729654/bqef86z/`,
@@ -317,6 +322,8 @@ _HOOK_URL: Final = re.compile(
 _PATH_TOKEN: Final = re.compile(
     r"(?<=/)(?=(?:[A-Za-z_-]*\d){2})(?=[\w-]*[A-Za-z])[\w-]{7,}(?=[/?#.,;]|$)"
 )
+# A Wi-Fi QR code's text: `WIFI:T:WPA;S:office;P:<password>;;`.
+_WIFI_QR: Final = re.compile(r"(\bWIFI:(?:[^\s;]*;)*?P:)([^;\s]+)")
 # A `.pgpass` line, `host:port:database:user:password`.
 _PGPASS: Final = re.compile(
     r"(?<![\w:/.@-])([A-Za-z*][\w.*-]*:(?:\d{2,5}|\*):[\w.*-]+:[\w.*@-]+:)([^\s:]+)"
@@ -597,9 +604,12 @@ def redact_secrets(text: str) -> tuple[str, int]:
     text = keep_label(_FLAG_ATTACHED, text, flag=True)
     text = keep_label(_FLAG_SPACED, text, flag=True)
     text = keep_label(_MYSQL_SPACED, text, test=True)
-    text = redact_each(
-        _PAIR, lambda m: f"{m.group(1)}{REDACTED}" if _pair_password(m.string, m) else None, text
-    )
+    for pattern in (_PAIR, _SPACED_PAIR):
+        text = redact_each(
+            pattern,
+            lambda m: f"{m.group(1)}{REDACTED}" if _pair_password(m.string, m) else None,
+            text,
+        )
     text = keep_label(_AUTH_HEADER, text)
     text = keep_label(_BEARER, text)
     text = keep_label(_ENV_ASSIGN, text)
@@ -656,6 +666,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
 
     text = redact_each(_GROUPED_SEED, grouped_seed, text)
     text = keep_label(_PGPASS, text)
+    text = keep_label(_WIFI_QR, text)
 
     def xml(match: re.Match[str]) -> str | None:
         value, tag = match.group(3), match.group(2).lower()
