@@ -156,9 +156,9 @@ _FLAG_SPACED: Final = re.compile(
 _MYSQL_SPACED: Final = re.compile(rf"({_MYSQL}{_CMD_END}-p\s+){_FLAG_VALUE}")
 # A user and password pair: `admin / Hunter2x!`, `deploy:s3cr3tPass`, `root:pw@host`.
 _PAIR: Final = re.compile(
-    r"(?<![\w/:@.$%-])([A-Za-z][\w.@+-]{0,63}(?:\s+/\s+|/|:))([^\s/:'\"@]{4,}?)(?=[.,;)]*(?:\s|$))"
+    r"(?<![\w/:@.$%-])([A-Za-z][\w.@+-]{0,63}(?:/|:))([^\s/:'\"@]{4,}?)(?=[.,;)]*(?:\s|$))"
 )
-# A pair spaced around its slash takes any password after a cue: "login is ci / MYer%.J@RGiy.6".
+# Spaced around its slash, a pair's password may hold any character: "login is ci / MYer%.J@RGiy.6".
 _SPACED_PAIR: Final = re.compile(
     r"(?<![\w/:@.$%-])([A-Za-z][\w.@+-]{0,63}\s+/\s+)(\S{4,}?)(?=[.,;)]*(?:\s|$))"
 )
@@ -646,16 +646,15 @@ def redact_secrets(text: str) -> tuple[str, int]:
 
     for pattern in (_FOREIGN, _CJK, _PROSE, _BARE_PASS, _LOGIN_WITH):
         text = redact_each(pattern, prose, text)
-    text = redact_each(_BACKUP_CODES, lambda m: f"{m.group(1)}{REDACTED}", text)
-    text = redact_each(_PIN, lambda m: f"{m.group(1)}{REDACTED}", text)
-    text = redact_each(_PIN_BARE, lambda m: f"{m.group(1)}{REDACTED}", text)
-    text = redact_each(_ONE_CODE, lambda m: f"{m.group(1)}{REDACTED}", text)
-    text = redact_each(_SESSION_COOKIE, lambda m: f"{m.group(1)}{REDACTED}", text)
-    text = redact_each(
-        _HOOK_URL,
-        lambda m: _PATH_TOKEN.sub(REDACTED, m.group()) if _PATH_TOKEN.search(m.group()) else None,
-        text,
-    )
+    # Codes and cookies: the label stays, whatever value its pattern matched goes.
+    for pattern in (_BACKUP_CODES, _PIN, _PIN_BARE, _ONE_CODE, _SESSION_COOKIE):
+        text = redact_each(pattern, lambda m: f"{m.group(1)}{REDACTED}", text)
+
+    def hook_url(match: re.Match[str]) -> str | None:
+        url, tokens = _PATH_TOKEN.subn(REDACTED, match.group())
+        return url if tokens else None
+
+    text = redact_each(_HOOK_URL, hook_url, text)
 
     def grouped_seed(match: re.Match[str]) -> str | None:
         before = match.string[max(0, match.start() - 90) : match.start()]
