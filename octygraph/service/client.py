@@ -688,12 +688,12 @@ def run_hook(
     home = protocol.home_dir(env)
     if event in protocol.HANDOFF_EVENTS:
         deadline = Deadline(started, HANDOFF_BUDGET_S)
-    elif env.get("OCTY_NO_SERVICE") == "1" or not start_if_missing:
-        # Whatever is asked first (a team server, a service), this process may answer in the end: all
-        # of it is over by then, `KEPT_S` before the budget.
-        deadline = Deadline(started, in_process_end(started, event, env) - started)
     else:
-        deadline = Deadline(started, watchdog_budget_s(event, env, True) - WAIT_MARGIN_S)
+        # Whatever is asked (a team server, a service, this process in the end), all of it is over
+        # `WAIT_MARGIN_S` before the watchdog, so the process is gone `KEPT_S` before the budget.
+        deadline = Deadline(
+            started, watchdog_budget_s(event, env, start_if_missing) - WAIT_MARGIN_S
+        )
     result = HookResult("", "skipped", "OCTY_NO_SERVICE=1", fallback=True)
     team_note = ""
     if env.get("OCTY_SERVER_URL"):
