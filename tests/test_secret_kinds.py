@@ -428,6 +428,168 @@ CASES = (
         "CfDJ8Qx2mZ7kLp4Rt9vWb3",
         ".AspNetCore.",
     ),
+    # Vendor formats: Sentry, Discord, Mercado Pago, DeepL.
+    (
+        "sentry-org-token",
+        "sentry-cli uses sntrys_eyJpYXQiOjE3MzAwMDAwMDAuNSwidXJsIjoiaHR0cHM6Ly9zZW50cnkuaW8ifQ_Zk3+q9Lm2Rt7Vw for uploads",
+        "Zk3+q9Lm2Rt7Vw",
+        "for uploads",
+    ),
+    (
+        "discord-bot",
+        "bot.run('MTA5ODc2NTQzMjEwOTg3NjU0Mw.Gh7Kx2.Qw8eRt5yUi9oPa3sDf6gHj1kLz4xCv7bNm2QaZ') fails",
+        "Qw8eRt5yUi9oPa3sDf6gHj1kLz4xCv7bNm2QaZ",
+        "fails",
+    ),
+    (
+        "mercadopago",
+        "token de prod: APP_USR-1234567890123456-052311-0a1b2c3d4e5f60718293a4b5c6d7e8f9-123456789 ok",
+        "0a1b2c3d4e5f60718293a4b5c6d7e8f9",
+        "token de prod",
+    ),
+    (
+        "deepl",
+        "DeepL answers 403 with 4f1d2c3b-5a6e-4b7c-8d9e-0f1a2b3c4d5e:fx, is the plan expired?",
+        "4f1d2c3b-5a6e",
+        "is the plan expired?",
+    ),
+    # A label in another language, several words before its verb.
+    (
+        "far-fr",
+        "le mot de passe du compte de service sur la préprod c'est Fromage77! merci",
+        "Fromage77!",
+        "merci",
+    ),
+    (
+        "far-it",
+        "la password dell'account ftp del fornitore è Girasole2022, puoi scriptare il download?",
+        "Girasole2022",
+        "puoi scriptare il download?",
+    ),
+    (
+        "far-de-key",
+        "Der API-Schlüssel für das neue Wetter-Konto lautet wx7Kp2Qm9Rt4Vb8N, bitte einbauen.",
+        "wx7Kp2Qm9Rt4Vb8N",
+        "bitte einbauen",
+    ),
+    (
+        "ru-ot",
+        "пароль от почты релизов — Volga1999!, логин releases",
+        "Volga1999!",
+        "логин releases",
+    ),
+    ("misspelt", "pasword on the old jenkins box is tiger2019 fyi", "tiger2019", "fyi"),
+    ("snmp", "the switches answer to community string s3cr3t-ro only", "s3cr3t-ro", "only"),
+    ("redis-quoted", "masterauth is set to `lemonade` on the replicas", "lemonade", "replicas"),
+    (
+        "word-digits",
+        "the kiosk password is marmalade42 until Friday",
+        "marmalade42",
+        "until Friday",
+    ),
+    (
+        "digits-only",
+        "the BIOS password is 19880412 on every lab machine",
+        "19880412",
+        "lab machine",
+    ),
+    # Command lines: a password flag after a user flag, Samba's user%password, bundler, keychains.
+    ("u-p", "ipmi-reset -u operator -p lavender now", "lavender", "now"),
+    ("U-P", "ipmitool -H 10.0.0.9 -U ADMIN -P Kx9vT2mq power on", "Kx9vT2mq", "power on"),
+    ("smb", "smbclient //nas/media -U 'HOME\\anna%Tulip&Rose8' -c ls", "Tulip&Rose8", "-c ls"),
+    (
+        "bundler",
+        "bundle config gems.vendor.io a1b2c3d4:e5f6a7b8 then bundle install",
+        "e5f6a7b8",
+        "then bundle install",
+    ),
+    (
+        "keychain",
+        "security unlock-keychain -p 'Maple&Syrup' build.keychain",
+        "Maple&Syrup",
+        "build.keychain",
+    ),
+    # PINs and codes by their labels.
+    ("sim-pin", "the sim pin of the QA iPhone is 7351", "7351", "QA iPhone"),
+    ("pin-bracket", "my smartcard PIN (582046) expires soon", "582046", "expires soon"),
+    ("recovery-bracket", "one backup code left (k3m9-x2p7), what now?", "k3m9-x2p7", "what now?"),
+    (
+        "authenticator",
+        "my authenticator shows 493027 for the root account",
+        "493027",
+        "root account",
+    ),
+    # Variables and files named for a secret, then what they hold.
+    (
+        "env-is",
+        "HEROKU_API_TOKEN is 8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a and it still 401s",
+        "8d7c6b5a",
+        "401s",
+    ),
+    (
+        "file-contains",
+        "config/master.key contains 2f4e6a8c0b1d3f5e7a9c0b2d4f6e8a1c, right?",
+        "2f4e6a8c",
+        "right?",
+    ),
+    (
+        "mnemonic-env",
+        'DEPLOYER_MNEMONIC="pear cloud ridge amber lotus violin" in .env',
+        "ridge amber",
+        "in .env",
+    ),
+    (
+        "app-password",
+        "smtp.password=abcd efgh ijkl mnop in application.properties",
+        "efgh ijkl",
+        "application",
+    ),
+    (
+        "php-define",
+        "define( 'AUTH_SALT', 'q8#Lm2@vX9' ); is in wp-config",
+        "q8#Lm2@vX9",
+        "wp-config",
+    ),
+    # Passphrases of several words, quoted or not; security answers.
+    (
+        "quoted-phrase",
+        'ssh asks for my passphrase after each reboot; it\'s "seven silver spoons" and I am tired of it',
+        "seven silver spoons",
+        "I am tired of it",
+    ),
+    (
+        "bare-phrase",
+        "the age key's passphrase is mango river sunset glass, how do I script decrypting?",
+        "mango river sunset glass",
+        "how do I script",
+    ),
+    (
+        "wifi-phrase",
+        "office wifi passphrase quietlibrarymornings for the printers",
+        "quietlibrarymornings",
+        "printers",
+    ),
+    (
+        "security-answer",
+        "the security answer for the registrar account is Blue Harbour Lane, don't ask",
+        "Blue Harbour Lane",
+        "don't ask",
+    ),
+    # A user and a password joined by words, or a password said of "it".
+    ("and-pair", "my creds are mhansen and Fjord!2024 for the VPN", "Fjord!2024", "VPN"),
+    (
+        "with-pair",
+        "the CI login is ci-bot@example.org with Quartz-Lamp9 today",
+        "Quartz-Lamp9",
+        "today",
+    ),
+    (
+        "changed-it",
+        "the router used to be admin/admin, we changed it to Nebula77Gate.",
+        "Nebula77Gate",
+        "router",
+    ),
+    ("account-slash", "the nas web ui is admin/spring2025 for now", "spring2025", "for now"),
 )
 
 
@@ -503,6 +665,17 @@ LOOK_ALIKES = (
     "The lock combination changes every quarter.",
     "Cookies=true is the default in the client config.",
     "The admin-password rotates every 90 days.",
+    "the docs show sk_live_xxxxxxxxxxxxxxxxxxxxxxxx as a placeholder",
+    "AWS's docs use AKIAIOSFODNN7EXAMPLE as the sample key id",
+    "the template has DATABASE_URL=mysql://app:password@db:3306/app",
+    "send Authorization: Basic base64(client_id:client_secret) to the token endpoint",
+    "add ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG7kQx2mZp9Rt4Vw8Ny3Lb6Hc1Jd5Fe0Ka7Sq2Ut9Xv ci@build",
+    "the host key fingerprint is SHA256:Qm7Rt2Vw9Xy4Zb8Nc3Ld6Fh1Jk5Gp0Sa7Te2Uv9Wx4",
+    "the lockfile says sha512-Zk3Qm9Rt2Vw7Xy4Bn8Lc1Df6Gh5Jk0Pa3Se7Tu2Vw9Xy4Zb8Nc3Ld6Fh1Jk5Gp0Sa7Te2Uv9W== for left-pad",
+    "go.sum wants h1:Qm7Rt2Vw9Xy4Zb8Nc3Ld6Fh1Jk5Gp0Sa7Te2Uv9Wx4= for that module",
+    "docker run -u 1000 -p 8080:80 web",
+    "The passphrase is stored in the macOS keychain.",
+    "rtsp://user:pass@camera/stream is the example in the docs",
 )
 
 

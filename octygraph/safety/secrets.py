@@ -68,6 +68,10 @@ _TOKEN_PATTERNS: Final[tuple[str, ...]] = (
     r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b",  # age
     r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b",  # Telegram bot token
     r"\b[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}",  # Azure AD client secret
+    r"\bsntry[su]_[A-Za-z0-9+/=_]{40,}",  # Sentry org and user auth tokens
+    r"\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}",  # Discord bot token
+    r"\b(?:APP_USR|TEST)-\d{10,20}-\d{6}-[0-9a-f]{32}-\d{5,12}\b",  # Mercado Pago
+    r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:fx\b",  # DeepL
     r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWT
     r"\bhttps://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+",
     r"\bhttps://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]+",
@@ -82,17 +86,22 @@ _TOKENS: Final = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS), re.DO
 # Secrets after a label: the label stays, the value goes.
 _AUTH_HEADER: Final = re.compile(
     r"(?i)\b((?:proxy-)?authorization\s*[:=]\s*[\"']?(?:basic|bearer|token|digest|negotiate|apikey)?"
-    r"\s*)([^\s\"',;]{6,})"
+    r"\s*)(?![\w.]*\()([^\s\"',;]{6,})"
 )
 _BEARER: Final = re.compile(
     r"(?i)\b((?:bearer|basic)\s+)(?=[A-Za-z._~-]*[0-9+/=])([A-Za-z0-9._~+/=-]{12,})"
 )
 # `scheme://user:password@host`, also with an empty user (`redis://:password@host`).
 _URL_PASSWORD: Final = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^:/\s@]*:)([^@\s/]+)(@)")
+_DOC_PLACEHOLDER: Final = re.compile(r"(\w)\1{7,}$|EXAMPLE(?:KEY)?$")
+"""`sk_test_xxxxxxxxxxxxxxxx`, AWS's `AKIAIOSFODNN7EXAMPLE`: documented placeholders, not keys."""
+_URL_PLACEHOLDERS: Final = frozenset({"password", "pass", "passwd", "pwd", "pw", "secret"})
+"""`postgres://user:password@localhost/app` in a template names the field, not a value."""
 # `scheme://token@host` (Sentry DSNs and the like): a long random user name is a key.
 _URL_TOKEN_USER: Final = re.compile(r"(\b[a-z][a-z0-9+.-]*://)([A-Za-z0-9_-]{16,})(@)")
 _ENV_ASSIGN: Final = re.compile(
-    r"\b([A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|CREDENTIALS?|DSN|AUTH)\s*[=:]\s*)"
+    r"\b([A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|CREDENTIALS?|DSN|AUTH|MNEMONIC"
+    r"|SEED|SEED_PHRASE|PASSPHRASE|SALT)\s*[=:]\s*)"
     r"(\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"]+)"
 )
 # `db_password=x`, `AccountKey=x;`, `client-secret: x`, `"api_key": "x"`: any case, any separator.
@@ -120,7 +129,7 @@ _CODE_VALUE: Final = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[\w.-]+/[\w./-
 """`table.SECRET_NAMES`, `embeddings/data/tokenizer.json`: a name or a file, not a value."""
 _WEAK_ASSIGN: Final = re.compile(rf"(?i)(\b{_WEAK_LABEL}{_ASSIGN_VALUE}")
 _LABELLED: Final = re.compile(
-    r"(?i)\b((?:pass(?:word|phrase|wd|code)?|pwd|pw|secret|api[ _-]?key|access[ _-]?(?:token|key)|"
+    r"(?i)\b((?:pass(?:word|phrase|wd|code)?|pasword|passwrd|pswd|pwd|pw|secret|api[ _-]?key|access[ _-]?(?:token|key)|"
     r"auth[ _-]?token|private[ _-]?key|secret[ _-]?key|token)"
     r"(?:\s+(?:for|of|on|in|to)\s+(?:the\s+)?[\w.-]+(?:\s+[\w.-]+){0,2}){0,2}"
     r"\s*(?:[:=]|\bis\b|\bwas\b)\s*)(\"[^\"]+\"|'[^']+'|\S+)"
@@ -128,8 +137,9 @@ _LABELLED: Final = re.compile(
 # "password hunter2": a label then, with no separator, a value that is plainly not a word.
 _BARE_LABEL: Final = re.compile(
     r"(?i)\b((?:password|passwd|passphrase|passcode|pwd|api[ _-]?key|secret|token"
-    r"|psk|(?:wpa[23]?(?:-psk)?|wi-?fi|wlan)\s+(?:key|passphrase))\s+)"
-    r"(?=\S*[\d!@#$%^&*+=~?])(?![\d.,:]+(?:\s|$)|\()([^\s\"',;]{6,})"
+    r"|psk|community\s+string|(?:wpa[23]?(?:-psk)?|wi-?fi|wlan)\s+(?:key|passphrase))\s+)"
+    r"(?=\S*[\d!@#$%^&*+=~?]|(?i:(?<=phrase\s)|(?<=psk\s))[a-z]{14,}\b)(?![\d.,:]+(?:\s|$)|\()"
+    r"([^\s\"',;]{6,})"
 )
 # "The password is stored in the vault" names no secret: these words are not values.
 _NOT_A_VALUE: Final = frozenset(
@@ -149,6 +159,8 @@ _FLAG_SPACED: Final = re.compile(
     rf"{_CMD_END}-p\s+"
     rf"|\b(?:plink|pscp|psftp)\b{_CMD_END}-pw\s+|\bredis-cli\b{_CMD_END}-a\s+"
     rf"|\b(?:keytool|jarsigner)\b{_CMD_END}-(?:src|dest)?(?:store|key)pass(?::\w+)?\s+"
+    rf"|\bunlock-keychain\b{_CMD_END}-p\s+|(?<=\s)-u\s+[^\s-]\S*\s+-p\s+"
+    rf"|(?<=\s)-U\s+[^\s-]\S*\s+-P\s+|\bbundle\s+config\s+(?:--\w+\s+)*[\w-]+(?:\.[\w-]+)+\s+"
     rf"|--pass(?:word|wd)?(?:\s+|=)){_FLAG_VALUE}"
 )
 # `mysql -p name` names a database after prompting for the password: a value there is a password
@@ -182,6 +194,12 @@ _VERSION: Final = re.compile(r"v?\d+(?:[.+-]\w+)*")
 """`16-alpine`, `3.12-slim`, `v2.1`: an image tag or version after a colon, not a password."""
 _HIGH_ENTROPY: Final = re.compile(r"(?<![\w/+=.-])[A-Za-z0-9+/_=-]{32,}(?![\w/+=-])")
 """A long run of key-like characters; kept unless it looks random (see `_looks_random`)."""
+_PUBLIC_BEFORE: Final = re.compile(
+    r"(?i)(?:\b(?:sha\d+|md5|h1):|\b(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+)$"
+)
+_PUBLIC_TOKEN: Final = re.compile(r"(?i)sha\d+-|AAAA[BCE][0-9]Nza")
+"""An integrity hash (`sha512-...`) or an SSH public key's body (`AAAAC3NzaC1lZDI1NTE5...`)."""
+"""A key's fingerprint or a public key (`SHA256:...`, `ssh-ed25519 AAAA...`) is published, not secret."""
 
 # Passwords labelled in other languages: "das Passwort ist X", "la contraseña es X", "hasło to X",
 # "пароль X", "パスワードはXです". The value must look like a password (see `_prose_secret`).
@@ -196,11 +214,66 @@ _FOREIGN_CONNECTOR: Final = (
 )
 # "la clave del router es X", "das Passwort für den Server ist X".
 _FOREIGN_OF: Final = (
-    r"(?:del?|des|du|der|den|dem|di|della|do|da|van|voor|för|till|dla|для|od|für|pour|para|per)"
+    r"(?:del?|des|du|der|den|dem|di|della|do|da|van|voor|för|till|dla|для|от|od|für|pour|para|per)"
 )
 _FOREIGN: Final = re.compile(
     rf"(?i)(?<![\w])((?:{_FOREIGN_LABEL})(?:\s+{_FOREIGN_OF}\s+(?:\w+\s+)?[\w-]+)?"
     rf"(?:{_FOREIGN_CONNECTOR}))([^\s\"',;，、。]+)"
+)
+# "le mot de passe de la base de recette c'est X", "la password dell'utente deploy sul server di
+# collaudo è X", "der API-Schlüssel für unseren DeepL-Account lautet X": up to eight words between
+# the label and its verb.
+_FAR_KEY_LABEL: Final = (
+    r"(?:api-?)?schl[üu]ssel|cl[ée]\s+(?:d'?)?api|chave|chiave|access\s+token|token"
+)
+_FAR_VERB: Final = (
+    r"c['’]est|est|es|era|è|é|ist|lautet|to|är|er|jest|je|on|van|var|is|was|sono|são|son|será|sera"
+)
+_FOREIGN_FAR: Final = re.compile(
+    rf"(?i)(?<![\w-])((?:{_FOREIGN_LABEL}|{_FAR_KEY_LABEL})(?:[ \t]+(?!(?:{_FAR_VERB})\b)[\w'’.-]+){{1,8}}?"
+    rf"[ \t]+(?:{_FAR_VERB})[ \t]+[\"'`“]?)([^\s\"'`”,;，、。]+)"
+)
+_PASSPHRASE_LABEL: Final = (
+    r"pass\s?phrase|master\s+password|frase\s+de\s+contrase[ñn]a|phrase\s+secr[eè]te"
+    r"|mot\s+de\s+passe|password|passwort|contrase[ñn]a|senha|security\s+answer|mnemonic"
+    r"|(?:seed|recovery)\s+phrase"
+)
+# "the passphrase every reboot, it's "blue elephant dancing"": a quoted phrase after the label.
+_QUOTED_PHRASE: Final = re.compile(
+    rf"(?i)(\b(?:{_PASSPHRASE_LABEL})\b[^.\n?!\"'“‘`]{{0,80}}?(?:[:=]|\b(?:is|was|it's|it\s+is|es|est"
+    rf"|ist|lautet|é|è|which\s+is))[ \t]*)([\"'“‘`])([^\"'”’`\n]{{3,200}}?)([\"'”’`])"
+)
+# "my ssh key passphrase is correct horse battery staple, how do I ...": unquoted words to a break.
+_BARE_PHRASE: Final = re.compile(
+    r"(?i)(\b(?:pass\s?phrase|master\s+password|security\s+answer)\b[^.\n?!:=]{0,60}?\s(?:is|was)\s+"
+    r"|\b(?:pass\s?phrase|master\s+password|security\s+answer)\s*:\s*)"
+    r"((?:[a-z0-9]+[ \t]+){1,7}[a-z0-9]+)(?=[ \t]*(?:[—–,;.?!(]|[ \t]-[ \t]|$))"
+)
+# `TWILIO_AUTH_TOKEN is 0b23...`, "config/master.key contains 5b1b...": a variable or file named
+# for a secret, then what it holds.
+_NAMED_IS: Final = re.compile(
+    r"(\b(?:[A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD)|[\w./-]*(?:master\.key|\.key"
+    r"|secrets?\.\w+))[ \t]+(?:is|was|contains|holds|reads)[ \t]+[\"'`]?)([^\s\"'`,;]+)"
+)
+# "my creds are jkowalski and Pierogi4Life!", "login is releases@ourco.io with Appl3Pie-Crust".
+_AND_PAIR: Final = re.compile(
+    r"(?i)(\b(?:creds|credentials|log[- ]?ins?|login\s+details|sign[- ]?in)\b(?:[ \t]+[\w-]+){0,4}?"
+    r"[ \t]+(?:are|is|:)[ \t]+[\w.@+\\-]+[ \t]+(?:and|with|,|/|plus)[ \t]+(?:(?:the\s+)?password[ \t]+)?)"
+    r"([^\s,;\"'`]+)"
+)
+# `smbclient -U 'CORP\\jdoe%Winter#Fjord22'`: Samba's user%password.
+_SMB_USER: Final = re.compile(r"((?<=\s)-U\s+[\"']?[^\s%\"']+%)([^\s\"']+)")
+# "we changed it to Dellicious2021", "reset it to Tr0ub4dor": a password said of "it".
+_CHANGED_TO: Final = re.compile(r"(?i)(\b(?:changed|reset|set|updated|rotated)\s+it\s+to\s+)(\S+)")
+# A Google app password, four groups of four letters: `spring.mail.password=dxto wvlk qxxy sxtf`.
+_APP_PASSWORD: Final = re.compile(
+    r"(?i)(\b(?:[\w.-]*password\s*[:=]\s*[\"']?|app\s+password\s+(?:is\s+)?))"
+    r"([a-z]{4}(?:[ \t][a-z]{4}){3})(?![\w])"
+)
+# `define('DB_PASSWORD', 'x')`, `config.set("api_key", "x")`: a name for a secret, then its value.
+_NAMED_ARGUMENT: Final = re.compile(
+    r"(?i)([\"'][\w.-]*(?:password|passwd|secret|token|api_?key|auth_?key|salt)[\w.-]*[\"']\s*,\s*[\"'])"
+    r"([^\"'\n]+)"
 )
 _CJK: Final = re.compile(
     r"((?:パスワード|暗証番号|密码|密碼|口令|비밀번호|암호)\s*(?:は|が|:|：|是|为|為|는|은|=)?\s*)"
@@ -210,9 +283,10 @@ _CJK: Final = re.compile(
 # X", "user admin pass X": a secret's label, up to four words, a connector and a value that looks
 # like a secret ("the key is in the drawer" and "primary key is id" hold none).
 _PROSE_LABEL: Final = (
-    r"pass(?:word|phrase|wd|code)?|pwd|pw|secret|key|token|pat|credentials?|psk|pre-?shared\s+key"
+    r"pass(?:word|phrase|wd|code)?|pasword|passwrd|pswd|pwd|pw|secret|key|token|pat|credentials?|psk"
+    r"|pre-?shared\s+key|requirepass|masterauth|community\s+string"
 )
-_CONNECTOR_WORDS: Final = r"is|was|are|to|with|as|stays|remains|being"
+_CONNECTOR_WORDS: Final = r"(?:is|was|are)\s+(?:now\s+)?(?:set|changed|reset)\s+to|is|was|are|to|with|as|stays|remains|being"
 _PROSE: Final = re.compile(
     rf"(?i)\b((?:{_PROSE_LABEL})\b(?:[ \t]+(?!(?:{_CONNECTOR_WORDS})\b)[\w'-]+(?:\.[\w'-]+)*){{0,6}}?"
     rf"(?:[ \t]*[:=][ \t]*|[ \t]+(?:{_CONNECTOR_WORDS})[ \t]+)[\"'`]?)([^\s\"'`]+)"
@@ -231,10 +305,16 @@ _CODE_CHARS: Final = frozenset("()[]{}<>`")
 _NOT_SECRET_SHAPE: Final = re.compile(
     r"[~.]?/.*|.*://.*|[\w.+-]+@[\w-]+\.[\w.-]+|v?\d+(?:[.+-]\w+)*|[\d\W_]+"
     r"|(?:\d+)?[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*|[A-Za-z][a-z]*(?:-[A-Za-z][a-z]*)+"
-    r"|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|(?:sha\d+|md5):\w+"
+    r"|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|(?i:sha\d+|md5):[\w+/]+|(?:ssh|ecdsa)-[\w@.-]+"
 )
 """A path, URL, email, version, number, a word or CamelCase name (`1Password`, `useEffect2`), an
 identifier (`x86_64`, `MyClass.method`) or a digest (`sha256:...`)."""
+_NOT_PASSWORD_SHAPE: Final = re.compile(
+    r"[~.]?/.*|.*://.*|[\w.+-]+@[\w-]+\.[\w.-]+|v?\d+(?:[.+-]\w+)*|[\d\W_]+"
+    r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|(?:sha\d+|md5|base\d+|utf-?\d+|x86_64):?\w*"
+)
+"""After a password's label, what still is no password: a path, URL, address, version, number,
+dotted name, digest or encoding."""
 
 
 def _prose_secret(value: str, password: bool = False) -> bool:
@@ -249,7 +329,7 @@ def _prose_secret(value: str, password: bool = False) -> bool:
     if len(bare) < 6 or _plain_value(bare) or any(c in _CODE_CHARS or c.isspace() for c in bare):
         return False
     if password and any(c.isdigit() for c in bare) and any(c.isalpha() for c in bare):
-        return _NOT_SECRET_SHAPE.fullmatch(bare) is None or bare[:1].isupper()
+        return _NOT_PASSWORD_SHAPE.fullmatch(bare) is None
     if _NOT_SECRET_SHAPE.fullmatch(bare):
         return False
     if re.fullmatch(r"[0-9a-fA-F]{32,}", bare):
@@ -287,21 +367,24 @@ _PIN_VALUE: Final = r"[\"'`]?(\d{4,12}|\d(?:-\d){3,11}|\d{1,2}(?:-\d{1,2}){2,5})
 # "the smartcard PIN is 91536274", "door code for the server room: 5821": a number is the secret
 # after a code's own label (a `PIN` in capitals; "GPIO pin 17" names a pin).
 _PIN: Final = re.compile(
-    r"(\b(?:PINs?|PUKs?|PIN\s+codes?|(?i:pass\s?codes?|pin\s+codes?|combination|(?:door|alarm|disarm"
+    r"(\b(?:PINs?|PUKs?|PIN\s+codes?|(?i:(?:sim|yubikey|piv|smart\s?card|card|phone|atm)\s+pins?)"
+    r"|(?i:pass\s?codes?|pin\s+codes?|combination|(?:door|alarm|disarm"
     r"|unlock|gate|safe|lock|locker|keypad)\s+codes?))\b(?:,?[ \t]+(?!(?:is|was|are)\b)[\w'-]+){0,12}?"
     r"(?:[ \t]*\([^()\n]{0,100}\)|,[^,\n]{0,60},)?"
     r",?(?:[ \t]*[:=][ \t]*|[ \t]+(?:is|was|are)[ \t]+))" + _PIN_VALUE
 )
 # "PIV PIN 270318", "unlock pin 135724", "it unlocks with 902614": a code right after its label.
 _PIN_BARE: Final = re.compile(
-    r"(\b(?:PINs?|PUKs?|(?i:(?:unlock|sim|piv|admin|user)\s+(?:pin|puk|code)|pin\s+code|passcode|combination"
+    r"(\b(?:PINs?|PUKs?|(?i:authenticator(?:\s+app)?\s+(?:shows|says|code(?:\s+is)?)"
+    r"|(?:mfa|2fa|otp|totp)\s+code(?:\s+is)?)"
+    r"|(?i:(?:unlock|sim|piv|admin|user)\s+(?:pin|puk|code)|pin\s+code|passcode|combination"
     r"|(?:door|alarm|gate|safe|lock|keypad)\s+code)|(?i:unlock(?:s|ed)?\s+(?:it\s+)?with"
-    r"(?:\s+(?:the\s+)?(?:pin|code|passcode))?))[ \t]+)" + _PIN_VALUE
+    r"(?:\s+(?:the\s+)?(?:pin|code|passcode))?))[ \t]+\(?)" + _PIN_VALUE
 )
 # One recovery code or key: "2fa backup code 3kq9-7hx2-m4wp", "recovery key is RK-8WQ2-HT7P-Z3MC".
 _ONE_CODE: Final = re.compile(
     r"(?i)(\b(?:backup|recovery|2fa|mfa|scratch)\s+(?:codes?|keys?)\b[^\n:]{0,100}?"
-    r"(?:\s*[:=]\s*|\s+(?:is|was)\s+|\s+))"
+    r"(?:\s*[:=]\s*|\s+(?:is|was)\s+|\s+\(?|\s*\())"
     r"((?=[a-z0-9-]*\d)(?:[a-z0-9]{2,8}(?:-[a-z0-9]{3,8}){2,7}|[a-z0-9]{4,8}-[a-z0-9]{4,8})|\d{6,12}"
     r"|(?=(?:[a-z]*\d){2})(?=(?:\d*[a-z]){2})[a-z0-9]{16,40})(?![\w-])"
 )
@@ -491,6 +574,8 @@ def _pair_password(text: str, match: re.Match[str]) -> bool:
     sep = user_sep[len(user) :]
     if value.lower() in _FIELD_WORDS or _plain_value(value) or _VERSION.fullmatch(value):
         return False
+    if re.fullmatch(r"(?i)sha-?\d*|md5|h1", user):
+        return False  # a digest or key fingerprint, `SHA256:wIBT...`, is published
     if sep == "/" and _looks_random(user + sep + value):
         return False  # one key with a slash in it (AWS secrets have them): redacted whole, later
     cue = _PAIR_CUE.search(text[max(0, match.start() - 160) : match.start()])
@@ -508,6 +593,9 @@ def _pair_password(text: str, match: re.Match[str]) -> bool:
         )
         if user.lower() in _ACCOUNTS and " " in sep and _strong(value):
             return True  # "use root / pB*s23k-D5" names the account and its password
+        if user.lower() in _ACCOUNTS and len(value) >= 6 and not _VERSION.fullmatch(value):
+            if any(c.isdigit() for c in value) and any(c.isalpha() for c in value):
+                return True  # "the grafana on my pi, admin/qwerty2024"
         return cued and ((" " in sep and labelled) or _secret_like(value) or _strong(value))
     if cued or user.lower() in _ACCOUNTS:
         return _secret_like(value) or (any(c.isdigit() for c in value) and len(value) >= 4)
@@ -522,6 +610,8 @@ def _labelled(match: re.Match[str]) -> str:
         plain = _assigned_plain(bare)
     else:
         plain = _plain_value(bare) and (is_phrase or bare.lower() != "secret")
+        if re.fullmatch(r"\d{6,}", bare) and re.match(r"(?i)p", label):
+            plain = False  # "the local Administrator password is 14071989": digits are a password
     if plain:
         return match.group(0)
     if is_phrase and value[:1] not in "\"'":
@@ -545,7 +635,11 @@ def redact_secrets(text: str) -> tuple[str, int]:
     Passwort ist x", "パスワードはxです"), prose ("reset the password to x", "the key is x"), 2FA
     backup and recovery codes, TOTP seeds, PINs and passcodes, Wi-Fi keys, `.pgpass` lines, session
     cookies, webhook tokens in a URL's path, XML elements and Markdown table columns named for a
-    secret, and long random-looking tokens (base32 seeds, lower-case personal access tokens).
+    secret, and long random-looking tokens (base32 seeds, lower-case personal access tokens). Also
+    passphrases of several words, security answers, a label far from its verb in other languages,
+    a user and password joined by "and" or "with", `-u user -p x` and `-U user%x` flags, and a
+    variable or file named for a secret "is" or "contains" a value. Documented placeholders
+    (`AKIA...EXAMPLE`, `user:password@`), public keys, fingerprints and integrity hashes stay.
 
     Returns:
         The redacted text and the number of secrets replaced.
@@ -597,13 +691,46 @@ def redact_secrets(text: str) -> tuple[str, int]:
 
         return redact_each(pattern, redacted, value)
 
-    text = sub(_TOKENS, REDACTED, text)
-    text = sub(_URL_PASSWORD, rf"\g<1>{REDACTED}\g<3>", text)
+    # A documented placeholder ends in a run of one character: `sk_test_xxxxxxxxxxxxxxxx`.
+    text = redact_each(
+        _TOKENS, lambda m: None if _DOC_PLACEHOLDER.search(m.group()) else REDACTED, text
+    )
+    text = redact_each(
+        _URL_PASSWORD,
+        lambda m: (
+            None
+            if m.group(2).lower() in _URL_PLACEHOLDERS or _PLACEHOLDER.fullmatch(m.group(2))
+            else f"{m.group(1)}{REDACTED}{m.group(3)}"
+        ),
+        text,
+    )
     text = sub(_URL_TOKEN_USER, rf"\g<1>{REDACTED}\g<3>", text)
     text = sub(_AT_PAIR, rf"\g<1>{REDACTED}\g<3>", text)
     text = keep_label(_FLAG_ATTACHED, text, flag=True)
     text = keep_label(_FLAG_SPACED, text, flag=True)
     text = keep_label(_MYSQL_SPACED, text, test=True)
+    text = keep_label(_NAMED_IS, text, test=True)
+    text = keep_label(_SMB_USER, text, flag=True)
+    text = keep_label(_APP_PASSWORD, text)
+    text = keep_label(_NAMED_ARGUMENT, text, flag=True)
+    text = redact_each(
+        _QUOTED_PHRASE,
+        lambda m: (
+            f"{m.group(1)}{m.group(2)}{REDACTED}{m.group(4)}"
+            if not _plain_value(m.group(3))
+            else None
+        ),
+        text,
+    )
+    text = redact_each(
+        _BARE_PHRASE,
+        lambda m: (
+            None
+            if m.group(2).split()[0].lower() in _NOT_A_VALUE - {"correct"}
+            else f"{m.group(1)}{REDACTED}"
+        ),
+        text,
+    )
     for pattern in (_PAIR, _SPACED_PAIR):
         text = redact_each(
             pattern,
@@ -639,12 +766,15 @@ def redact_secrets(text: str) -> tuple[str, int]:
         value = match.group(2)
         # `key`, `token`, `clave` (key), `parola` (word) name other things too: stricter there.
         password = _NOT_PASSWORD_LABEL.match(match.group(1)) is None
-        if not _prose_secret(value, password):
+        quoted = match.group(1)[-1:] in "\"'`“"  # "requirepass set to `foobared`"
+        if not _prose_secret(value, password) and not (
+            quoted and password and len(value) >= 4 and not _plain_value(value)
+        ):
             return None
         bare = value.rstrip(".,;:)!?")
         return f"{match.group(1)}{REDACTED}{value[len(bare) :]}"
 
-    for pattern in (_FOREIGN, _CJK, _PROSE, _BARE_PASS, _LOGIN_WITH):
+    for pattern in (_FOREIGN, _FOREIGN_FAR, _CJK, _PROSE, _BARE_PASS, _LOGIN_WITH, _AND_PAIR):
         text = redact_each(pattern, prose, text)
     # Codes and cookies: the label stays, whatever value its pattern matched goes.
     for pattern in (_BACKUP_CODES, _PIN, _PIN_BARE, _ONE_CODE, _SESSION_COOKIE):
@@ -655,6 +785,11 @@ def redact_secrets(text: str) -> tuple[str, int]:
         return url if tokens else None
 
     text = redact_each(_HOOK_URL, hook_url, text)
+    text = redact_each(
+        _CHANGED_TO,
+        lambda m: f"{m.group(1)}{REDACTED}" if _strong(m.group(2).rstrip(".,;")) else None,
+        text,
+    )
 
     def grouped_seed(match: re.Match[str]) -> str | None:
         before = match.string[max(0, match.start() - 90) : match.start()]
@@ -689,9 +824,15 @@ def redact_secrets(text: str) -> tuple[str, int]:
         return REDACTED
 
     text = redact_each(_BASE32, base32, text)
-    text = redact_each(
-        _HIGH_ENTROPY, lambda m: REDACTED if _looks_random(m.group()) else None, text
-    )
+
+    def high_entropy(match: re.Match[str]) -> str | None:
+        before = match.string[max(0, match.start() - 24) : match.start()]
+        token = match.group()
+        if _PUBLIC_BEFORE.search(before) or _PUBLIC_TOKEN.match(token) or not _looks_random(token):
+            return None
+        return REDACTED
+
+    text = redact_each(_HIGH_ENTROPY, high_entropy, text)
     text = redact_each(
         _WORD_TOKEN,
         lambda m: f"{m.group(1)}{REDACTED}{m.group(3)}" if _password_shaped(m.group(2)) else None,
