@@ -132,7 +132,7 @@ _DIRECTIVE: Final = re.compile(
     \b(?:you|your|the\s+(?:assistant|ai|model|agent|llm|bot)|from\s+now\s+on|polic(?:y|ies)|grant\w*
     |allowed|permitted|cleared|approved|pre-approved|authori[sz]ed|store|remember|comply|obey|may|skip
     |optional|(?:rules?|instructions?)\s+(?:updated|changed|replaced)|full\s+access|confirmations?
-    |override|answer|without\s+(?:review|asking|checks|tests))\b
+    |override|answer|respond|reply|say|tell|report|without\s+(?:review|asking|checks|tests))\b
     """
 )
 
