@@ -590,6 +590,55 @@ CASES = (
         "router",
     ),
     ("account-slash", "the nas web ui is admin/spring2025 for now", "spring2025", "for now"),
+    # A user named, then its password after "with" or "using"; Oracle's user/password@db.
+    (
+        "user-with",
+        "user reporting_ro with Marlin_2031 can't see the views",
+        "Marlin_2031",
+        "the views",
+    ),
+    (
+        "admin-is-with",
+        "the camera admin (10.0.4.2) is root with Fl4sh!Bulb.",
+        "Fl4sh!Bulb",
+        "camera admin",
+    ),
+    (
+        "account-using",
+        "the NAS account is 'backup' using Otter_River88 nightly",
+        "Otter_River88",
+        "nightly",
+    ),
+    ("oracle", "sqlplus hr/Cedar_1985@//db1:1521/XE hangs", "Cedar_1985", "hangs"),
+    ("rdp-as", "RDP into 10.1.2.3 as .\\builder using Kiln7Fire! today", "Kiln7Fire!", "today"),
+    ("mqtt", "mosquitto_sub -u sensors -P 'Dew#Point4' -t t fails", "Dew#Point4", "fails"),
+    # A secret's name, then a key-like value with no separator.
+    (
+        "bare-key-secret",
+        "key_secret `Qz8Lm2Rt7Vw4Xy9Nb3Kp6Hd` for test mode",
+        "Qz8Lm2Rt7Vw4Xy9Nb3Kp6Hd",
+        "test mode",
+    ),
+    (
+        "bare-private-key",
+        "private key 9f8e7d6c5b4a39281706f5e4d3c2b1a0 for the sandbox",
+        "9f8e7d6c",
+        "sandbox",
+    ),
+    (
+        "mapbox",
+        "MAPBOX is sk.eyJ1IjoidGVhbSIsImEiOiJjbHh5ejEyMyJ9.Qw8eRt5yUi9oPa3sDf6gHj now",
+        "Qw8eRt5y",
+        "now",
+    ),
+    (
+        "pl-bracket",
+        "Hasło do panelu (Plesk) to Wisla!2020, login: admin",
+        "Wisla!2020",
+        "login: admin",
+    ),
+    ("vi", "Mật khẩu của máy chủ thử là Saigon#77 nhé", "Saigon#77", "nhé"),
+    ("hi", "स्टेजिंग का पासवर्ड Ganga@2001 है", "Ganga@2001", "है"),
 )
 
 
@@ -676,6 +725,11 @@ LOOK_ALIKES = (
     "docker run -u 1000 -p 8080:80 web",
     "The passphrase is stored in the macOS keychain.",
     "rtsp://user:pass@camera/stream is the example in the docs",
+    "the new host key is SHA256:Qm7Rt2Vw9Xy4+b8Nc3Ld6Fh1Jk5Gp0Sa7Te2Uv9Wx4, check it",
+    "export GITHUB_TOKEN=$(gh auth token) before releasing",
+    "set SLACK_BOT_TOKEN=<xoxb-token-from-the-vault> locally",
+    "the user alice with admin rights owns the repo",
+    "npm install lodash/fp@4.17.21 again",
 )
 
 

@@ -68,6 +68,7 @@ _TOKEN_PATTERNS: Final[tuple[str, ...]] = (
     r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b",  # age
     r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b",  # Telegram bot token
     r"\b[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}",  # Azure AD client secret
+    r"\b[ps]k\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",  # Mapbox
     r"\bsntry[su]_[A-Za-z0-9+/=_]{40,}",  # Sentry org and user auth tokens
     r"\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}",  # Discord bot token
     r"\b(?:APP_USR|TEST)-\d{10,20}-\d{6}-[0-9a-f]{32}-\d{5,12}\b",  # Mercado Pago
@@ -159,8 +160,7 @@ _FLAG_SPACED: Final = re.compile(
     rf"{_CMD_END}-p\s+"
     rf"|\b(?:plink|pscp|psftp)\b{_CMD_END}-pw\s+|\bredis-cli\b{_CMD_END}-a\s+"
     rf"|\b(?:keytool|jarsigner)\b{_CMD_END}-(?:src|dest)?(?:store|key)pass(?::\w+)?\s+"
-    rf"|\bunlock-keychain\b{_CMD_END}-p\s+|(?<=\s)-u\s+[^\s-]\S*\s+-p\s+"
-    rf"|(?<=\s)-U\s+[^\s-]\S*\s+-P\s+|\bbundle\s+config\s+(?:--\w+\s+)*[\w-]+(?:\.[\w-]+)+\s+"
+    rf"|\bunlock-keychain\b{_CMD_END}-p\s+|(?<=\s)-[uU]\s+[^\s-]\S*\s+-[pP]\s+|\bbundle\s+config\s+(?:--\w+\s+)*[\w-]+(?:\.[\w-]+)+\s+"
     rf"|--pass(?:word|wd)?(?:\s+|=)){_FLAG_VALUE}"
 )
 # `mysql -p name` names a database after prompting for the password: a value there is a password
@@ -206,7 +206,7 @@ _PUBLIC_TOKEN: Final = re.compile(r"(?i)sha\d+-|AAAA[BCE][0-9]Nza")
 _FOREIGN_LABEL: Final = (
     r"passwort|kennwort|mot\s+de\s+passe|mdp|contrase[ñn]a|clave|senha|password|wachtwoord"
     r"|has[łl]o|пароль|l[öo]senord(?:et)?|[şs]ifre(?:si)?|salasana|adgangskode(?:n)?|heslo"
-    r"|jelsz[óo](?:t|ja)?|parol[aă]"
+    r"|jelsz[óo](?:t|ja)?|parol[aă]|m[ậa]t\s+kh[ẩa]u"
 )
 _FOREIGN_CONNECTOR: Final = (
     r"\s*[:=：—–]\s*|\s+(?:(?:is|ist|lautet|est|es|era|è|é|e|to|är|er|jest|je|on|olarak|van|"
@@ -226,11 +226,9 @@ _FOREIGN: Final = re.compile(
 _FAR_KEY_LABEL: Final = (
     r"(?:api-?)?schl[üu]ssel|cl[ée]\s+(?:d'?)?api|chave|chiave|access\s+token|token"
 )
-_FAR_VERB: Final = (
-    r"c['’]est|est|es|era|è|é|ist|lautet|to|är|er|jest|je|on|van|var|is|was|sono|são|son|será|sera"
-)
+_FAR_VERB: Final = r"c['’]est|est|es|era|è|é|ist|lautet|to|är|er|jest|je|on|van|var|is|was|sono|são|son|será|sera|là"
 _FOREIGN_FAR: Final = re.compile(
-    rf"(?i)(?<![\w-])((?:{_FOREIGN_LABEL}|{_FAR_KEY_LABEL})(?:[ \t]+(?!(?:{_FAR_VERB})\b)[\w'’.-]+){{1,8}}?"
+    rf"(?i)(?<![\w-])((?:{_FOREIGN_LABEL}|{_FAR_KEY_LABEL})(?:[ \t]+(?!(?:{_FAR_VERB})\b)[\w'’.()-]+){{1,8}}?"
     rf"[ \t]+(?:{_FAR_VERB})[ \t]+[\"'`“]?)([^\s\"'`”,;，、。]+)"
 )
 _PASSPHRASE_LABEL: Final = (
@@ -257,9 +255,20 @@ _NAMED_IS: Final = re.compile(
 )
 # "my creds are jkowalski and Pierogi4Life!", "login is releases@ourco.io with Appl3Pie-Crust".
 _AND_PAIR: Final = re.compile(
-    r"(?i)(\b(?:creds|credentials|log[- ]?ins?|login\s+details|sign[- ]?in)\b(?:[ \t]+[\w-]+){0,4}?"
-    r"[ \t]+(?:are|is|:)[ \t]+[\w.@+\\-]+[ \t]+(?:and|with|,|/|plus)[ \t]+(?:(?:the\s+)?password[ \t]+)?)"
-    r"([^\s,;\"'`]+)"
+    r"(?i)(\b(?:(?P<strong>creds|credentials|log[- ]?ins?|login\s+details|sign[- ]?in)|user(?:name)?"
+    r"|account|admin)\b(?:[ \t]+[\w()'.-]+){0,4}?[ \t]+(?:(?:are|is|:)[ \t]+)?[\"']?[\w.@+\\-]+[\"']?"
+    r"[ \t]+(?:and|with|using|,|/|plus)[ \t]+(?:(?:the\s+)?password[ \t]+)?)(?P<value>[^\s,;\"'`]+)"
+)
+"""After "creds" or "login" a password-like value goes; after "user" or "account" a strong one."""
+# `sqlplus scott/Tiger_1977@//ora-prod:1521/ORCL`: Oracle's user/password@database.
+_SLASH_AT: Final = re.compile(r"(?<![\w/:.-])([A-Za-z][\w.-]{0,63}/)([^\s:/@]+)(@(?://)?[\w-]+)")
+_ORACLE_TOOL: Final = re.compile(
+    r"(?i)\b(?:sqlplus|rman|expdp|impdp|sqlldr|sqlcl|conn(?:ect)?)\b[^\n]{0,40}$"
+)
+# "key_secret `79HHOZ...`", "private key 172034e7...": a secret's name, then a key-like value.
+_BARE_KEY: Final = re.compile(
+    r"(?i)\b((?:[\w-]*_)?(?:secret|private[ _]key|secret[ _]key|api[ _]secret|key[ _]secret"
+    r"|client[ _]secret)[ \t]+[\"'`]?)([A-Za-z0-9_+/=-]{16,})"
 )
 # `smbclient -U 'CORP\\jdoe%Winter#Fjord22'`: Samba's user%password.
 _SMB_USER: Final = re.compile(r"((?<=\s)-U\s+[\"']?[^\s%\"']+%)([^\s\"']+)")
@@ -276,7 +285,7 @@ _NAMED_ARGUMENT: Final = re.compile(
     r"([^\"'\n]+)"
 )
 _CJK: Final = re.compile(
-    r"((?:パスワード|暗証番号|密码|密碼|口令|비밀번호|암호)\s*(?:は|が|:|：|是|为|為|는|은|=)?\s*)"
+    r"((?:パスワード|暗証番号|密码|密碼|口令|비밀번호|암호|पासवर्ड)\s*(?:は|が|:|：|是|为|為|는|은|=)?\s*)"
     r"([!-~]+)"
 )
 # "reset the admin password to X", "the key is X", "application key for the Mortimer dashboards is
@@ -295,8 +304,8 @@ _PROSE: Final = re.compile(
 _BARE_PASS: Final = re.compile(r"(?i)(?<![\w-])((?:pass|pw)\s+)(?=[^\s\"',;]*\d)([^\s\"',;]{6,})")
 # "Log into the console as aiko with X", "ssh in as deploy using X".
 _LOGIN_WITH: Final = re.compile(
-    r"(?i)(\b(?:log(?:ged)?\s*(?:in|on)(?:to)?|sign(?:ed)?\s*in(?:to)?|ssh|connect\w*)\b"
-    r"[^.\n]{0,60}?\bas\s+[\w.@-]+\s+(?:with|using)\s+(?:(?:the\s+)?password\s+)?)([^\s\"',;]+)"
+    r"(?i)(\b(?:log(?:ged)?\s*(?:in|on)(?:to)?|sign(?:ed)?\s*in(?:to)?|ssh|connect\w*|rdp|vnc|winrm"
+    r"|remote\s+(?:in|into))\b(?:[^.\n]|\.(?=\S)){0,60}?\bas\s+[\w.@\\-]+\s+(?:with|using)\s+(?:(?:the\s+)?password\s+)?)([^\s\"',;]+)"
 )
 _NOT_PASSWORD_LABEL: Final = re.compile(r"(?i)(?:key|token|pat|secret|credential|clave|parol)")
 _SYMBOLS: Final = frozenset("!@#$%^&*+=~?")
@@ -481,6 +490,8 @@ def _password_shaped(token: str) -> bool:
         or token[0] in "$@#%&*"  # a variable, decorator, handle, anchor or Markdown emphasis
         or re.fullmatch(r"[^@\s]+@[\w-]+(?:\.[\w-]+)+", token)  # an e-mail address
         or re.fullmatch(r"[A-Za-z]+@\d+", token)  # Recall@10
+        or _PUBLIC_TOKEN.match(token)
+        or re.match(r"(?i)(?:sha\d+|md5|h1):", token)  # a digest or fingerprint
     ):
         return False
     return (
@@ -523,9 +534,9 @@ def _looks_random(token: str) -> bool:
 
 
 _PLACEHOLDER: Final = re.compile(
-    r"<.*|\$\{?[A-Za-z_]\w*\}?|\{\{.*|%[A-Za-z_]\w*%|[\d.,:]+|\*+|x+|\.+", re.IGNORECASE
+    r"<.*|\$\{?[A-Za-z_]\w*\}?|\$\(.*|\{\{.*|%[A-Za-z_]\w*%|[\d.,:]+|\*+|x+|\.+", re.IGNORECASE
 )
-"""Not a value: <your key>, ${API_KEY}, {{ secret }}, %PASSWORD%, a number, ***."""
+"""Not a value: <your key>, ${API_KEY}, $(gh auth token), {{ secret }}, %PASSWORD%, a number, ***."""
 
 
 def _plain_value(value: str) -> bool:
@@ -693,7 +704,13 @@ def redact_secrets(text: str) -> tuple[str, int]:
 
     # A documented placeholder ends in a run of one character: `sk_test_xxxxxxxxxxxxxxxx`.
     text = redact_each(
-        _TOKENS, lambda m: None if _DOC_PLACEHOLDER.search(m.group()) else REDACTED, text
+        _TOKENS,
+        lambda m: (
+            None
+            if _DOC_PLACEHOLDER.search(m.group()) or m.string[m.end() : m.end() + 1] == ">"
+            else REDACTED
+        ),
+        text,
     )
     text = redact_each(
         _URL_PASSWORD,
@@ -774,8 +791,38 @@ def redact_secrets(text: str) -> tuple[str, int]:
         bare = value.rstrip(".,;:)!?")
         return f"{match.group(1)}{REDACTED}{value[len(bare) :]}"
 
-    for pattern in (_FOREIGN, _FOREIGN_FAR, _CJK, _PROSE, _BARE_PASS, _LOGIN_WITH, _AND_PAIR):
+    for pattern in (_FOREIGN, _FOREIGN_FAR, _CJK, _PROSE, _BARE_PASS, _LOGIN_WITH):
         text = redact_each(pattern, prose, text)
+
+    def and_pair(match: re.Match[str]) -> str | None:
+        value = match.group("value")
+        bare = value.rstrip(".,;:)!?")
+        strong = match.group("strong") is not None
+        if not (_prose_secret(bare, password=True) if strong else _strong(bare)):
+            return None
+        return f"{match.group(1)}{REDACTED}{value[len(bare) :]}"
+
+    text = redact_each(_AND_PAIR, and_pair, text)
+    text = redact_each(
+        _SLASH_AT,
+        lambda m: (
+            f"{m.group(1)}{REDACTED}{m.group(3)}"
+            if _strong(m.group(2)) or _ORACLE_TOOL.search(m.string[: m.start()])
+            else None
+        ),
+        text,
+    )
+    text = redact_each(
+        _BARE_KEY,
+        lambda m: (
+            f"{m.group(1)}{REDACTED}"
+            if _looks_random(m.group(2))
+            or re.fullmatch(r"[0-9a-fA-F]{32,}", m.group(2))
+            or _random_word(m.group(2))
+            else None
+        ),
+        text,
+    )
     # Codes and cookies: the label stays, whatever value its pattern matched goes.
     for pattern in (_BACKUP_CODES, _PIN, _PIN_BARE, _ONE_CODE, _SESSION_COOKIE):
         text = redact_each(pattern, lambda m: f"{m.group(1)}{REDACTED}", text)
