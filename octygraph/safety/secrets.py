@@ -160,9 +160,12 @@ _FLAG_SPACED: Final = re.compile(
     rf"{_CMD_END}-p\s+"
     rf"|\b(?:plink|pscp|psftp)\b{_CMD_END}-pw\s+|\bredis-cli\b{_CMD_END}-a\s+"
     rf"|\b(?:keytool|jarsigner)\b{_CMD_END}-(?:src|dest)?(?:store|key)pass(?::\w+)?\s+"
-    rf"|\bunlock-keychain\b{_CMD_END}-p\s+|(?<=\s)-[uU]\s+[^\s-]\S*\s+-[pP]\s+|\bbundle\s+config\s+(?:--\w+\s+)*[\w-]+(?:\.[\w-]+)+\s+"
+    rf"|\bunlock-keychain\b{_CMD_END}-p\s+|\bbundle\s+config\s+(?:--\w+\s+)*[\w-]+(?:\.[\w-]+)+\s+"
     rf"|--pass(?:word|wd)?(?:\s+|=)){_FLAG_VALUE}"
 )
+# `racadm -u root -p calvin`, `mosquitto_pub -u x -P y`: a password flag right after a user flag
+# (but `mysql -u root -p billing` names a database, judged below).
+_USER_THEN_PASSWORD: Final = re.compile(rf"((?<=\s)-[uU]\s+[^\s-]\S*\s+-[pP]\s+){_FLAG_VALUE}")
 # `mysql -p name` names a database after prompting for the password: a value there is a password
 # only when it looks like one (`mysql -u root -p s3cr3tPass`).
 _MYSQL_SPACED: Final = re.compile(rf"({_MYSQL}{_CMD_END}-p\s+){_FLAG_VALUE}")
@@ -725,6 +728,16 @@ def redact_secrets(text: str) -> tuple[str, int]:
     text = sub(_AT_PAIR, rf"\g<1>{REDACTED}\g<3>", text)
     text = keep_label(_FLAG_ATTACHED, text, flag=True)
     text = keep_label(_FLAG_SPACED, text, flag=True)
+    text = redact_each(
+        _USER_THEN_PASSWORD,
+        lambda m: (
+            None
+            if _assigned_plain(m.group(2))
+            or re.search(_MYSQL, m.string[: m.start()].rsplit("\n", 1)[-1])
+            else f"{m.group(1)}{REDACTED}"
+        ),
+        text,
+    )
     text = keep_label(_MYSQL_SPACED, text, test=True)
     text = keep_label(_NAMED_IS, text, test=True)
     text = keep_label(_SMB_USER, text, flag=True)
