@@ -356,7 +356,7 @@ def test_known_entities_match_case_insensitively_as_whole_words() -> None:
         "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX1234",
         "pa-0123456789abcdefghijABCDEFGHIJ",
         "ghp_0123456789abcdefghijABCDEFGHIJ012345",
-        "AKIAIOSFODNN7EXAMPLE",
+        "AKIA2OGYBAH6QX7RNX4K",  # AWS's documented AKIA...EXAMPLE is a placeholder, kept
         "xoxb-123456789012-abcdefghijkl",
         "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0",
     ],

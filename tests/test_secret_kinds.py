@@ -639,6 +639,37 @@ CASES = (
     ),
     ("vi", "Mật khẩu của máy chủ thử là Saigon#77 nhé", "Saigon#77", "nhé"),
     ("hi", "स्टेजिंग का पासवर्ड Ganga@2001 है", "Ganga@2001", "है"),
+    # Firmware macros, game-server flags, passwords in brackets or backticks with a final "!".
+    (
+        "c-define",
+        '#define MQTT_PASS "orchard_lane_2004"\n#define PORT 1883',
+        "orchard_lane",
+        "PORT 1883",
+    ),
+    ("flag-quoted", '+rcon.password "Hx7pQ2mZ9kLw" +rcon.web 1', "Hx7pQ2mZ9kLw", "+rcon.web 1"),
+    ("backtick-bang", "the old admin still had `Autumn2019!` set", "Autumn2019", "set"),
+    ("bracketed", "camera login is viewer [Lens#42Snap] for now", "Lens#42Snap", "for now"),
+    (
+        "supposed-to-be",
+        "is APP_SIGNING_KEY supposed to be 7d1e2f3a-4b5c-6d7e-8f90-a1b2c3d4e5f6?",
+        "7d1e2f3a-4b5c",
+        "supposed to be",
+    ),
+    ("licence", "the licence key is (QWER7-TY8UI-OP9AS-DF0GH-JK1LZ), seats?", "TY8UI", "seats?"),
+    ("serial-flag", "editor -batchmode -serial XY-1234-ABCD-EFGH-IJKL -quit", "ABCD-EFGH", "-quit"),
+    ("key-call", 'Client(APIKey("4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b"))', "4e5f6a7b8c9d", "Client("),
+    (
+        "buildkite",
+        "mine is bkua_0123456789abcdef0123456789abcdef01234567 ok",
+        "0123456789abcdef",
+        "ok",
+    ),
+    (
+        "phrase-after-path",
+        'the passphrase for ~/.ssh/ci_key is "four quiet owls waiting" if asked',
+        "four quiet owls",
+        "if asked",
+    ),
 )
 
 
@@ -730,6 +761,11 @@ LOOK_ALIKES = (
     "set SLACK_BOT_TOKEN=<xoxb-token-from-the-vault> locally",
     "the user alice with admin rights owns the repo",
     "npm install lodash/fp@4.17.21 again",
+    "OPENAI_API_KEY=sk-...your-key-here goes in the README",
+    "keytool -genkeypair -storepass:env STORE_PW -keypass:file ./kp.txt",
+    "refund ch_3QwErTy7uIoP9aSdFgHjKl2Z failed with card_declined",
+    "パスワードは1Passwordに保存しています",
+    "the password is in Bitwarden",
 )
 
 

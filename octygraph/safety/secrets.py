@@ -68,6 +68,7 @@ _TOKEN_PATTERNS: Final[tuple[str, ...]] = (
     r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b",  # age
     r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b",  # Telegram bot token
     r"\b[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}",  # Azure AD client secret
+    r"\bbku[ab]_[a-f0-9]{40}\b",  # Buildkite
     r"\b[ps]k\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",  # Mapbox
     r"\bsntry[su]_[A-Za-z0-9+/=_]{40,}",  # Sentry org and user auth tokens
     r"\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}",  # Discord bot token
@@ -79,7 +80,8 @@ _TOKEN_PATTERNS: Final[tuple[str, ...]] = (
     r"\bhttps://[a-z0-9-]+\.webhook\.office\.com/[A-Za-z0-9/@_-]+",
     # Any other "prefix_" token (Doppler dp_, ...): 24+ characters mixing upper and lower case
     # letters and digits, which snake_case identifiers do not.
-    r"\b[a-z]{2,10}_(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Z])(?=[A-Za-z0-9_]*[a-z])"
+    r"\b(?!(?:ch|cus|pi|pm|in|sub|evt|txn|re|po|prod|price|acct|seti|src|card|ba|py|tr|si|ii|il|cs"
+    r"|ord|inv|cust|pay)_)[a-z]{2,10}_(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Z])(?=[A-Za-z0-9_]*[a-z])"
     r"[A-Za-z0-9_]{24,}",
 )
 _TOKENS: Final = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS), re.DOTALL)
@@ -102,7 +104,8 @@ _URL_PLACEHOLDERS: Final = frozenset({"password", "pass", "passwd", "pwd", "pw",
 _URL_TOKEN_USER: Final = re.compile(r"(\b[a-z][a-z0-9+.-]*://)([A-Za-z0-9_-]{16,})(@)")
 _ENV_ASSIGN: Final = re.compile(
     r"\b([A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|CREDENTIALS?|DSN|AUTH|MNEMONIC"
-    r"|SEED|SEED_PHRASE|PASSPHRASE|SALT)\s*[=:]\s*)"
+    r"|SEED|SEED_PHRASE|PASSPHRASE|SALT|PASS)(?:\s*[=:]\s*|\s+(?=\"))|#define\s+[A-Z][A-Z0-9_]*"
+    r"(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASS)\s+)"
     r"(\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"]+)"
 )
 # `db_password=x`, `AccountKey=x;`, `client-secret: x`, `"api_key": "x"`: any case, any separator.
@@ -139,15 +142,16 @@ _LABELLED: Final = re.compile(
 _BARE_LABEL: Final = re.compile(
     r"(?i)\b((?:password|passwd|passphrase|passcode|pwd|api[ _-]?key|secret|token"
     r"|psk|community\s+string|(?:wpa[23]?(?:-psk)?|wi-?fi|wlan)\s+(?:key|passphrase))\s+)"
-    r"(?=\S*[\d!@#$%^&*+=~?]|(?i:(?<=phrase\s)|(?<=psk\s))[a-z]{14,}\b)(?![\d.,:]+(?:\s|$)|\()"
-    r"([^\s\"',;]{6,})"
+    r"[\"']?(?=[^\s\"']*[\d!@#$%^&*+=~?]|(?i:(?<=phrase\s)|(?<=psk\s))[a-z]{14,}\b)"
+    r"(?![\d.,:]+(?:\s|$)|\()([^\s\"',;]{6,})"
 )
 # "The password is stored in the vault" names no secret: these words are not values.
 _NOT_A_VALUE: Final = frozenset(
     """stored kept saved set in on at the a an not missing wrong correct incorrect expired changed
     reset same different empty too very managed rotated located required needed available
     somewhere here there shared secret private public valid invalid weak strong long short
-    provided attached below above listed pinned now still also only true false none null yes no""".split()
+    provided attached below above listed pinned now still also only true false none null yes no
+    1password lastpass bitwarden keepass keepassxc dashlane keychain vault""".split()
 )
 # Password flags, where the command makes `-p` a password rather than a port or a plugin
 # (`docker run -p 8080:80`, `pytest -p no:cacheprovider`, `ssh -p 2222` keep theirs).
@@ -159,7 +163,7 @@ _FLAG_SPACED: Final = re.compile(
     rf"(\b(?:sshpass|mongo\w*|rabbitmqadmin|(?:docker|podman|buildah|skopeo|nerdctl)\s+login)\b"
     rf"{_CMD_END}-p\s+"
     rf"|\b(?:plink|pscp|psftp)\b{_CMD_END}-pw\s+|\bredis-cli\b{_CMD_END}-a\s+"
-    rf"|\b(?:keytool|jarsigner)\b{_CMD_END}-(?:src|dest)?(?:store|key)pass(?::\w+)?\s+"
+    rf"|\b(?:keytool|jarsigner)\b{_CMD_END}-(?:src|dest)?(?:store|key)pass(?::(?!env\b|file\b)\w+)?\s+"
     rf"|\bunlock-keychain\b{_CMD_END}-p\s+|\bbundle\s+config\s+(?:--\w+\s+)*[\w-]+(?:\.[\w-]+)+\s+"
     rf"|--pass(?:word|wd)?(?:\s+|=)){_FLAG_VALUE}"
 )
@@ -241,7 +245,7 @@ _PASSPHRASE_LABEL: Final = (
 )
 # "the passphrase every reboot, it's "blue elephant dancing"": a quoted phrase after the label.
 _QUOTED_PHRASE: Final = re.compile(
-    rf"(?i)(\b(?:{_PASSPHRASE_LABEL})\b[^.\n?!\"'“‘`]{{0,80}}?(?:[:=]|\b(?:is|was|it's|it\s+is|es|est"
+    rf"(?i)(\b(?:{_PASSPHRASE_LABEL})\b(?:[^.\n?!\"'“‘`]|\.(?=\S)){{0,80}}?(?:[:=]|\b(?:is|was|it's|it\s+is|es|est"
     rf"|ist|lautet|é|è|which\s+is))[ \t]*)([\"'“‘`])([^\"'”’`\n]{{3,200}}?)([\"'”’`])"
 )
 # "my ssh key passphrase is correct horse battery staple, how do I ...": unquoted words to a break.
@@ -254,7 +258,7 @@ _BARE_PHRASE: Final = re.compile(
 # for a secret, then what it holds.
 _NAMED_IS: Final = re.compile(
     r"(\b(?:[A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD)|[\w./-]*(?:master\.key|\.key"
-    r"|secrets?\.\w+))[ \t]+(?:is|was|contains|holds|reads)[ \t]+[\"'`]?)([^\s\"'`,;]+)"
+    r"|secrets?\.\w+))[ \t]+(?:is|was|contains|holds|reads|(?:supposed|meant) to be)[ \t]+[\"'`]?)([^\s\"'`,;]+)"
 )
 # "my creds are jkowalski and Pierogi4Life!", "login is releases@ourco.io with Appl3Pie-Crust".
 _AND_PAIR: Final = re.compile(
@@ -282,6 +286,10 @@ _APP_PASSWORD: Final = re.compile(
     r"(?i)(\b(?:[\w.-]*password\s*[:=]\s*[\"']?|app\s+password\s+(?:is\s+)?))"
     r"([a-z]{4}(?:[ \t][a-z]{4}){3})(?![\w])"
 )
+# `APIKey("0d30df...")`, `Secret('x')`: a constructor named for a secret, and its argument.
+_KEY_CALL: Final = re.compile(
+    r"(\b\w*(?:Key|KEY|Token|TOKEN|Secret|SECRET|Password|PASSWORD)\(\s*[\"'])([^\"'\n]{8,})(?=[\"'])"
+)
 # `define('DB_PASSWORD', 'x')`, `config.set("api_key", "x")`: a name for a secret, then its value.
 _NAMED_ARGUMENT: Final = re.compile(
     r"(?i)([\"'][\w.-]*(?:password|passwd|secret|token|api_?key|auth_?key|salt)[\w.-]*[\"']\s*,\s*[\"'])"
@@ -298,7 +306,10 @@ _PROSE_LABEL: Final = (
     r"pass(?:word|phrase|wd|code)?|pasword|passwrd|pswd|pwd|pw|secret|key|token|pat|credentials?|psk"
     r"|pre-?shared\s+key|requirepass|masterauth|community\s+string"
 )
-_CONNECTOR_WORDS: Final = r"(?:is|was|are)\s+(?:now\s+)?(?:set|changed|reset)\s+to|is|was|are|to|with|as|stays|remains|being"
+_CONNECTOR_WORDS: Final = (
+    r"(?:is|was|are)\s+(?:now\s+)?(?:set|changed|reset)\s+to|(?:supposed|meant)\s+to\s+be|is|was|are|to"
+    r"|with|as|stays|remains|being"
+)
 _PROSE: Final = re.compile(
     rf"(?i)\b((?:{_PROSE_LABEL})\b(?:[ \t]+(?!(?:{_CONNECTOR_WORDS})\b)[\w'-]+(?:\.[\w'-]+)*){{0,6}}?"
     rf"(?:[ \t]*[:=][ \t]*|[ \t]+(?:{_CONNECTOR_WORDS})[ \t]+)[\"'`]?)([^\s\"'`]+)"
@@ -400,6 +411,11 @@ _ONE_CODE: Final = re.compile(
     r"((?=[a-z0-9-]*\d)(?:[a-z0-9]{2,8}(?:-[a-z0-9]{3,8}){2,7}|[a-z0-9]{4,8}-[a-z0-9]{4,8})|\d{6,12}"
     r"|(?=(?:[a-z]*\d){2})(?=(?:\d*[a-z]){2})[a-z0-9]{16,40})(?![\w-])"
 )
+# A licence or serial key in groups: "the key is (RTLF4-DHEV1-AZ32N-M5JY2-97IFT)", `-serial SC-...`.
+_LICENCE_KEY: Final = re.compile(
+    r"(?i)(\b(?:licen[cs]e|serial|product\s+key|activation|key)\b[^\n]{0,40}?[\s(:=]\(?)"
+    r"((?-i:[A-Z0-9]{2,6}(?:-[A-Z0-9]{4,6}){3,7}))(?![\w-])"
+)
 # A TOTP seed written in groups of four: "the TOTP secret is 7QHZ 3LMK P2XR 9VTW".
 _GROUPED_SEED: Final = re.compile(r"(?<![\w-])(?:[A-Za-z0-9]{4}[ ]){3,}[A-Za-z0-9]{4}(?![\w-])")
 # Session cookies: `sessionid=...`, `JSESSIONID=...`, "the grafana_session cookie 4d8e...".
@@ -475,7 +491,7 @@ def _redact_tables(text: str) -> tuple[str, int]:
 
 
 _WORD_TOKEN: Final = re.compile(
-    r"""(^|[\s'"`(=:,;])([^\s'"`()<>\[\]{}]{8,64}?)([.,;:!?)'"`]*(?=\s|$))"""
+    r"""(^|[\s'"`(=:,;\[])([^\s'"`()<>\[\]{}]{8,64}?)([.,;:!?)\]'"`]*(?=\s|$))"""
 )
 """A whitespace-delimited token, without the quotes and punctuation around it."""
 _PASSWORD_SYMBOLS: Final = frozenset("!@#$%^&*+=?~")
@@ -537,7 +553,9 @@ def _looks_random(token: str) -> bool:
 
 
 _PLACEHOLDER: Final = re.compile(
-    r"<.*|\$\{?[A-Za-z_]\w*\}?|\$\(.*|\{\{.*|%[A-Za-z_]\w*%|[\d.,:]+|\*+|x+|\.+", re.IGNORECASE
+    r"<.*|.*\.\.\..*|.*your[-_]?(?:own[-_]?)?(?:key|token|secret|password|api).*"
+    r"|\$\{?[A-Za-z_]\w*\}?|\$\(.*|\{\{.*|%[A-Za-z_]\w*%|[\d.,:]+|\*+|x+|\.+",
+    re.IGNORECASE,
 )
 """Not a value: <your key>, ${API_KEY}, $(gh auth token), {{ secret }}, %PASSWORD%, a number, ***."""
 
@@ -743,6 +761,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
     text = keep_label(_SMB_USER, text, flag=True)
     text = keep_label(_APP_PASSWORD, text)
     text = keep_label(_NAMED_ARGUMENT, text, flag=True)
+    text = keep_label(_KEY_CALL, text, test=True)
     text = redact_each(
         _QUOTED_PHRASE,
         lambda m: (
@@ -837,7 +856,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
         text,
     )
     # Codes and cookies: the label stays, whatever value its pattern matched goes.
-    for pattern in (_BACKUP_CODES, _PIN, _PIN_BARE, _ONE_CODE, _SESSION_COOKIE):
+    for pattern in (_BACKUP_CODES, _PIN, _PIN_BARE, _ONE_CODE, _SESSION_COOKIE, _LICENCE_KEY):
         text = redact_each(pattern, lambda m: f"{m.group(1)}{REDACTED}", text)
 
     def hook_url(match: re.Match[str]) -> str | None:
@@ -893,9 +912,19 @@ def redact_secrets(text: str) -> tuple[str, int]:
         return REDACTED
 
     text = redact_each(_HIGH_ENTROPY, high_entropy, text)
+
+    def word_token(match: re.Match[str]) -> str | None:
+        token, trail = match.group(2), match.group(3)
+        if _password_shaped(token):
+            return f"{match.group(1)}{REDACTED}{trail}"
+        ending = trail.rstrip(".,;:)]'\"`")  # "`Welcome123!`": the ! is the password's own
+        if ending and _password_shaped(token + ending):
+            return f"{match.group(1)}{REDACTED}{trail[len(ending) :]}"
+        return None
+
     text = redact_each(
         _WORD_TOKEN,
-        lambda m: f"{m.group(1)}{REDACTED}{m.group(3)}" if _password_shaped(m.group(2)) else None,
+        word_token,
         text,
     )
     return text, count
