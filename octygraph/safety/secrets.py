@@ -69,7 +69,7 @@ _TOKEN_PATTERNS: Final[tuple[str, ...]] = (
     r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b",  # Telegram bot token
     r"\b[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}",  # Azure AD client secret
     r"\bbku[ab]_[a-f0-9]{40}\b",  # Buildkite
-    r"\b[ps]k\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",  # Mapbox
+    r"\bsk\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",  # Mapbox secret token (pk. is public)
     r"\bsntry[su]_[A-Za-z0-9+/=_]{40,}",  # Sentry org and user auth tokens
     r"\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}",  # Discord bot token
     r"\b(?:APP_USR|TEST)-\d{10,20}-\d{6}-[0-9a-f]{32}-\d{5,12}\b",  # Mercado Pago
