@@ -57,6 +57,15 @@ def test_bad_inputs_get_one_sentence_and_change_nothing(home: Path) -> None:
     assert [h["content"] for h in hits] == ["Maria owns the billing service"]
 
 
+def test_text_that_starts_with_a_dash_is_told_to_follow_double_dash(home: Path) -> None:
+    note = "--- handover notes ---\nMaria owns the billing service"
+    refused = run_cli("memory", "add", note)
+    assert refused.returncode == 1 and "put `--` before it" in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    added = cli_json("memory", "add", "--json", "--", note)
+    assert "Maria owns the billing service" in added["content"]
+
+
 def test_not_an_octygraph_database_is_refused(home: Path, tmp_path: Path) -> None:
     bogus = tmp_path / "bogus.db"
     bogus.write_text("hello, I am a text file\n" * 50)

@@ -78,6 +78,14 @@ def run(app: Callable[..., Any], args: Sequence[str] | None = None) -> NoReturn:
         if _is(exc, "UsageError"):
             ctx = getattr(exc, "ctx", None)
             where = ctx.command_path if ctx is not None else "octygraph"
+            option = str(getattr(exc, "option_name", "") or "")
+            if _is(exc, "NoSuchOption") and any(c.isspace() for c in option):
+                # A prompt or memory that starts with "-" ("--- BEGIN NOTES ---\n...") reads as an option.
+                _fail(
+                    f"Text that starts with '-' reads as an option: put `--` before it, as in "
+                    f'`{where} -- "..."`',
+                    exc,
+                )
             message = exc.format_message().rstrip(".")  # type: ignore[attr-defined]
             _fail(f"{message}; see `{where} --help`", exc)
         if _is(exc, "Abort"):
