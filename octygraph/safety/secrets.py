@@ -204,9 +204,9 @@ _HIGH_ENTROPY: Final = re.compile(r"(?<![\w/+=.-])[A-Za-z0-9+/_=-]{32,}(?![\w/+=
 _PUBLIC_BEFORE: Final = re.compile(
     r"(?i)(?:\b(?:sha\d+|md5|h1):|\b(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+)$"
 )
+"""A key's fingerprint or a public key (`SHA256:...`, `ssh-ed25519 AAAA...`) is published, not secret."""
 _PUBLIC_TOKEN: Final = re.compile(r"(?i)sha\d+-|AAAA[BCE][0-9]Nza")
 """An integrity hash (`sha512-...`) or an SSH public key's body (`AAAAC3NzaC1lZDI1NTE5...`)."""
-"""A key's fingerprint or a public key (`SHA256:...`, `ssh-ed25519 AAAA...`) is published, not secret."""
 
 # Passwords labelled in other languages: "das Passwort ist X", "la contraseña es X", "hasło to X",
 # "пароль X", "パスワードはXです". The value must look like a password (see `_prose_secret`).
