@@ -670,6 +670,43 @@ CASES = (
         "four quiet owls",
         "if asked",
     ),
+    # Build files, login calls, a far label before a colon, a value in brackets, a Chinese verb.
+    (
+        "gradle",
+        'storePassword "Sp1ce-Route9"\nkeyAlias "upload"',
+        "Sp1ce-Route9",
+        'keyAlias "upload"',
+    ),
+    (
+        "login-call",
+        'mqtt.connect("node-7", "sensor", "Fern#Gully42") fails',
+        "Fern#Gully42",
+        "fails",
+    ),
+    (
+        "client-call",
+        "Client('AC0a', '9b8a7c6d5e4f30211f2e3d4c5b6a7980') # sms",
+        "9b8a7c6d",
+        "# sms",
+    ),
+    (
+        "far-colon",
+        "senha do roteador do escritório do andar 3: Brisa#Mar21, valeu",
+        "Brisa#Mar21",
+        "valeu",
+    ),
+    (
+        "pass-bracket",
+        "the backup pass (restic-0ff51te-2022) is in my notes",
+        "restic-0ff51te",
+        "my notes",
+    ),
+    (
+        "zh-verb",
+        "生产环境的 Secret 是 Qm8Zr2Lp7Vx4Nt9Kw3Hy 请配置",
+        "Qm8Zr2Lp7Vx4Nt9Kw3Hy",
+        "请配置",
+    ),
 )
 
 
@@ -766,6 +803,13 @@ LOOK_ALIKES = (
     "refund ch_3QwErTy7uIoP9aSdFgHjKl2Z failed with card_declined",
     "パスワードは1Passwordに保存しています",
     "the password is in Bitwarden",
+    "checkout uses the publishable key pk_test_51AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 in the browser",
+    "set `NPM_TOKEN: ${{ secrets.NPM_TOKEN }}` in the workflow",
+    "compose has `DB_PASSWORD: ${DB_PASSWORD}` from the .env",
+    "Der Link „Passwort vergessen?“ führt ins Leere",
+    "the CI log shows `token: ***` as expected",
+    "README: STRIPE_KEY=sk_live_XXXXXXXXXXXXXXXXXXXXXXXX until you have yours",
+    "CORS needs `credentials: true` on both sides",
 )
 
 

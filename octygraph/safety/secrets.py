@@ -26,7 +26,7 @@ _TOKEN_PATTERNS: Final[tuple[str, ...]] = (
     r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
     r"\bsk-or-[A-Za-z0-9_-]{16,}",  # OpenRouter
     r"\bsk-(?:ant-|proj-|svcacct-|live-)?[A-Za-z0-9_-]{20,}",  # OpenAI, Anthropic
-    r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe
+    r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe (pk_ keys are publishable)
     r"\bwhsec_[A-Za-z0-9+/=]{24,}",  # Stripe webhook secret
     r"\bpa-[A-Za-z0-9_-]{20,}",  # Voyage
     r"\bgh[pousr]_[A-Za-z0-9]{30,}",  # GitHub
@@ -81,7 +81,7 @@ _TOKEN_PATTERNS: Final[tuple[str, ...]] = (
     # Any other "prefix_" token (Doppler dp_, ...): 24+ characters mixing upper and lower case
     # letters and digits, which snake_case identifiers do not.
     r"\b(?!(?:ch|cus|pi|pm|in|sub|evt|txn|re|po|prod|price|acct|seti|src|card|ba|py|tr|si|ii|il|cs"
-    r"|ord|inv|cust|pay)_)[a-z]{2,10}_(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Z])(?=[A-Za-z0-9_]*[a-z])"
+    r"|ord|inv|cust|pay|pk)_)[a-z]{2,10}_(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Z])(?=[A-Za-z0-9_]*[a-z])"
     r"[A-Za-z0-9_]{24,}",
 )
 _TOKENS: Final = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS), re.DOTALL)
@@ -205,8 +205,9 @@ _PUBLIC_BEFORE: Final = re.compile(
     r"(?i)(?:\b(?:sha\d+|md5|h1):|\b(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+)$"
 )
 """A key's fingerprint or a public key (`SHA256:...`, `ssh-ed25519 AAAA...`) is published, not secret."""
-_PUBLIC_TOKEN: Final = re.compile(r"(?i)sha\d+-|AAAA[BCE][0-9]Nza")
-"""An integrity hash (`sha512-...`) or an SSH public key's body (`AAAAC3NzaC1lZDI1NTE5...`)."""
+_PUBLIC_TOKEN: Final = re.compile(r"(?i)sha\d+-|AAAA[BCE][0-9]Nza|(?-i:pk_(?:live|test)_|pk\.eyJ)")
+"""An integrity hash (`sha512-...`), an SSH public key's body (`AAAAC3NzaC1lZDI1NTE5...`), or a
+publishable key (Stripe's `pk_live_`, Mapbox's `pk.`), made to ship in a web page."""
 
 # Passwords labelled in other languages: "das Passwort ist X", "la contraseña es X", "hasło to X",
 # "пароль X", "パスワードはXです". The value must look like a password (see `_prose_secret`).
@@ -236,7 +237,7 @@ _FAR_KEY_LABEL: Final = (
 _FAR_VERB: Final = r"c['’]est|est|es|era|è|é|ist|lautet|to|är|er|jest|je|on|van|var|is|was|sono|são|son|será|sera|là"
 _FOREIGN_FAR: Final = re.compile(
     rf"(?i)(?<![\w-])((?:{_FOREIGN_LABEL}|{_FAR_KEY_LABEL})(?:[ \t]+(?!(?:{_FAR_VERB})\b)[\w'’.()-]+){{1,8}}?"
-    rf"[ \t]+(?:{_FAR_VERB})[ \t]+[\"'`“]?)([^\s\"'`”,;，、。]+)"
+    rf"(?:[ \t]+(?:{_FAR_VERB})[ \t]+|[ \t]*:[ \t]*)[\"'`“]?)([^\s\"'`”,;，、。]+)"
 )
 _PASSPHRASE_LABEL: Final = (
     r"pass\s?phrase|master\s+password|frase\s+de\s+contrase[ñn]a|phrase\s+secr[eè]te"
@@ -286,6 +287,16 @@ _APP_PASSWORD: Final = re.compile(
     r"(?i)(\b(?:[\w.-]*password\s*[:=]\s*[\"']?|app\s+password\s+(?:is\s+)?))"
     r"([a-z]{4}(?:[ \t][a-z]{4}){3})(?![\w])"
 )
+# Gradle's `storePassword "x"`, `keyPassword 'x'`: a property named for a password, then its value.
+_CAMEL_PROPERTY: Final = re.compile(
+    r"(\b[a-z]\w*(?:Password|Passwd|Secret|Token|ApiKey)[ \t]+[\"'])([^\"'\n]+)(?=[\"'])"
+)
+# `client.connect("node", "sensor", "brokerpass_123!")`, `Client('AC...', '1f78...')`: the last of a
+# login call's string arguments, when it reads as a password or a key.
+_LOGIN_CALL: Final = re.compile(
+    r"(\b(?:connect|login|log_in|signin|sign_in|auth\w*|\w*Client|algoliasearch|credentials)\(\s*"
+    r"(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,3}[\"'])([^\"'\n]{6,})(?=[\"'])"
+)
 # `APIKey("0d30df...")`, `Secret('x')`: a constructor named for a secret, and its argument.
 _KEY_CALL: Final = re.compile(
     r"(\b\w*(?:Key|KEY|Token|TOKEN|Secret|SECRET|Password|PASSWORD)\(\s*[\"'])([^\"'\n]{8,})(?=[\"'])"
@@ -308,14 +319,16 @@ _PROSE_LABEL: Final = (
 )
 _CONNECTOR_WORDS: Final = (
     r"(?:is|was|are)\s+(?:now\s+)?(?:set|changed|reset)\s+to|(?:supposed|meant)\s+to\s+be|is|was|are|to"
-    r"|with|as|stays|remains|being"
+    r"|with|as|stays|remains|being|是|为|為|は|là"
 )
 _PROSE: Final = re.compile(
     rf"(?i)\b((?:{_PROSE_LABEL})\b(?:[ \t]+(?!(?:{_CONNECTOR_WORDS})\b)[\w'-]+(?:\.[\w'-]+)*){{0,6}}?"
     rf"(?:[ \t]*[:=][ \t]*|[ \t]+(?:{_CONNECTOR_WORDS})[ \t]+)[\"'`]?)([^\s\"'`]+)"
 )
 # "user admin pass X", "kiosk and pass X": `pass` or `pw` right before a password.
-_BARE_PASS: Final = re.compile(r"(?i)(?<![\w-])((?:pass|pw)\s+)(?=[^\s\"',;]*\d)([^\s\"',;]{6,})")
+_BARE_PASS: Final = re.compile(
+    r"(?i)(?<![\w-])((?:pass|pw)\s+\(?)(?=[^\s\"',;)]*\d)([^\s\"',;)]{6,})"
+)
 # "Log into the console as aiko with X", "ssh in as deploy using X".
 _LOGIN_WITH: Final = re.compile(
     r"(?i)(\b(?:log(?:ged)?\s*(?:in|on)(?:to)?|sign(?:ed)?\s*in(?:to)?|ssh|connect\w*|rdp|vnc|winrm"
@@ -346,7 +359,7 @@ def _prose_secret(value: str, password: bool = False) -> bool:
     After a password's own label (`password`, `pw`, `Passwort`) letters and digits are enough
     (`Summer2024`); after `key` or `token` a word or name with a digit (`useEffect2`) is not one.
     """
-    bare = value.rstrip(".,;:)!?")
+    bare = value.rstrip(".,;:)!?\"'“”’»").rstrip(".,;:)!?")
     if bare.startswith(("*", "_")):  # Markdown emphasis: "the key points: **Where ...**"
         return False
     if len(bare) < 6 or _plain_value(bare) or any(c in _CODE_CHARS or c.isspace() for c in bare):
@@ -554,7 +567,7 @@ def _looks_random(token: str) -> bool:
 
 _PLACEHOLDER: Final = re.compile(
     r"<.*|.*\.\.\..*|.*your[-_]?(?:own[-_]?)?(?:key|token|secret|password|api).*"
-    r"|\$\{?[A-Za-z_]\w*\}?|\$\(.*|\{\{.*|%[A-Za-z_]\w*%|[\d.,:]+|\*+|x+|\.+",
+    r"|\$\{?[A-Za-z_]\w*\}?|\$\{\{.*|\$\(.*|\{\{.*|%[A-Za-z_]\w*%|[\d.,:]+|\*+|x+|\.+",
     re.IGNORECASE,
 )
 """Not a value: <your key>, ${API_KEY}, $(gh auth token), {{ secret }}, %PASSWORD%, a number, ***."""
@@ -562,23 +575,25 @@ _PLACEHOLDER: Final = re.compile(
 
 def _plain_value(value: str) -> bool:
     """Not a secret: empty, a placeholder, a number, or a word such as `true` or `stored`."""
-    bare = value.strip("\"'")
+    bare = value.strip("\"'`")
     return (
         not bare
         or REDACTED in bare
         or bare.lower() in _NOT_A_VALUE
         or _PLACEHOLDER.fullmatch(bare) is not None
+        or _DOC_PLACEHOLDER.search(bare) is not None
     )
 
 
 def _assigned_plain(value: str) -> bool:
     """Not a secret after `=`: a placeholder, a number or a flag word; "secret" itself is one."""
-    bare = value.strip("\"'")
+    bare = value.strip("\"'`")
     return (
         not bare
         or REDACTED in bare
         or bare.lower() in {"true", "false", "none", "null", "yes", "no", "on", "off"}
         or _PLACEHOLDER.fullmatch(bare) is not None
+        or _DOC_PLACEHOLDER.search(bare) is not None
     )
 
 
@@ -762,6 +777,18 @@ def redact_secrets(text: str) -> tuple[str, int]:
     text = keep_label(_APP_PASSWORD, text)
     text = keep_label(_NAMED_ARGUMENT, text, flag=True)
     text = keep_label(_KEY_CALL, text, test=True)
+    text = keep_label(_CAMEL_PROPERTY, text, flag=True)
+    text = redact_each(
+        _LOGIN_CALL,
+        lambda m: (
+            f"{m.group(1)}{REDACTED}"
+            if _strong(m.group(2))
+            or _looks_random(m.group(2))
+            or re.fullmatch(r"[0-9a-f]{32,}", m.group(2))
+            else None
+        ),
+        text,
+    )
     text = redact_each(
         _QUOTED_PHRASE,
         lambda m: (
