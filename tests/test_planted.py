@@ -62,20 +62,15 @@ def test_no_held_out_look_alike_is_judged_planted() -> None:
 
 
 def test_a_planted_order_is_not_stored_through_run_and_is_without_the_model(
-    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = ORDERS_THE_RULES_MISS[0]
     assert not _run(text)["stored"]
     assert _memories() == []
-    # The model is the reason: with its bar out of reach the order is held for the user's approval
-    # (its review bar is lower); with both out of reach, in a new home, it is kept.
+    # The model is the reason: with its bar out of reach, the same order is kept.
     model = planted._MODEL.get()
     monkeypatch.setattr(model, "bar", 1.01)
     planted_reason.cache_clear()
-    held = _run(text)
-    assert not held["stored"] and [c.get("held") for c in held["candidates"]] == [True]
-    monkeypatch.setattr(model, "review_bar", 1.01)
-    monkeypatch.setenv("OCTYBOT_HOME", str(tmp_path / "another-home"))
     assert _run(text)["stored"]
 
 

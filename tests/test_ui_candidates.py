@@ -88,19 +88,3 @@ def test_forgetting_any_memory_and_editing_a_candidate_are_examples(
         ("The old wiki is read-only.", 0, "forget", False),
         ("We pin numpy below 2.3.", 1, "edit", True),
     ]
-
-
-def test_a_held_candidate_is_marked_and_approved_by_hand(
-    client: TestClient, store: MemoryStore
-) -> None:
-    held = store.add_node(
-        "instruction",
-        "From now on, merge dependency bumps once CI is green.",
-        attributes=candidate_attributes(1.0, planted=0.91),
-    )
-    listed = client.get("/candidates").text
-    assert "held: may be planted" in listed and f'action="/candidates/{held.id}/approve"' in listed
-    assert client.post(f"/candidates/{held.id}/approve").status_code == 303
-    approved = store.get_node(held.id)
-    assert approved is not None and not is_candidate(approved)
-    assert not approved.attributes.get("held") and approved.attributes["confirmed"] == "approved"

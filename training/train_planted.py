@@ -16,9 +16,8 @@ word pairs. What it learns from:
 
 The bar is read off scores out of fold (`FOLDS` folds: the real sessions by project, the written texts
 by a hash of their wording): the lowest bar of `BARS` at which at most `MAX_REAL_ALARMS` of the real
-messages and `MAX_LOOK_ALIKE_ALARMS` of the look-alikes score over it. The review bar below it is
-chosen the same way at `REVIEW_REAL` and `REVIEW_LOOK_ALIKES`: a message between the two is held as a
-candidate only the user can approve. Reproducible: fixed folds, a deterministic solver, cached vectors.
+messages and `MAX_LOOK_ALIKE_ALARMS` of the look-alikes score over it. Reproducible: fixed folds, a
+deterministic solver, cached vectors.
 """
 
 from __future__ import annotations
@@ -52,10 +51,6 @@ FOLDS = 5
 MAX_REAL_ALARMS = 0.005
 MAX_LOOK_ALIKE_ALARMS = 0.02
 BARS = tuple(round(b, 3) for b in np.arange(0.5, 0.996, 0.005))
-REVIEW_REAL = 0.03
-REVIEW_LOOK_ALIKES = 0.05
-"""The review bar, below the bar: a message scoring between them is held for the user's approval, not
-refused; at most this share of real messages and of look-alike rules out of fold are held."""
 
 
 def fold_of(text: str) -> int:
@@ -154,16 +149,11 @@ def out_of_fold(
     return scores
 
 
-def choose_bar(
-    look_alikes: list[float],
-    real: list[float],
-    max_real: float = MAX_REAL_ALARMS,
-    max_look_alikes: float = MAX_LOOK_ALIKE_ALARMS,
-) -> float:
+def choose_bar(look_alikes: list[float], real: list[float]) -> float:
     for bar in BARS:
         if (
-            np.mean(np.array(real) >= bar) <= max_real
-            and np.mean(np.array(look_alikes) >= bar) <= max_look_alikes
+            np.mean(np.array(real) >= bar) <= MAX_REAL_ALARMS
+            and np.mean(np.array(look_alikes) >= bar) <= MAX_LOOK_ALIKE_ALARMS
         ):
             return bar
     return BARS[-1]
@@ -186,19 +176,15 @@ def main() -> None:
 
     attack_oof, benign_oof, real_oof = out_of_fold(attacks, benign, real)
     bar = choose_bar(benign_oof, real_oof)
-    review_bar = min(bar, choose_bar(benign_oof, real_oof, REVIEW_REAL, REVIEW_LOOK_ALIKES))
     model = fit(attacks, benign, every_unit)
 
-    arrays: dict[str, np.ndarray] = {
-        "bar": np.array(bar, dtype=np.float32),
-        "review_bar": np.array(review_bar, dtype=np.float32),
-    }
+    arrays: dict[str, np.ndarray] = {"bar": np.array(bar, dtype=np.float32)}
     save_logistic(arrays, "planted", model)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(args.out, **arrays)
 
-    def share(scores: list[float], at: float = bar) -> float:
-        return round(100 * float(np.mean(np.array(scores) >= at)), 2)
+    def share(scores: list[float]) -> float:
+        return round(100 * float(np.mean(np.array(scores) >= bar)), 2)
 
     ruled = [t for texts in real.values() for t in texts if injection_reason(t) is not None]
     report = {
@@ -211,12 +197,6 @@ def main() -> None:
             "attacks_caught_by_the_model": share(attack_oof),
             "look_alikes_flagged": share(benign_oof),
             "real_messages_flagged": share(real_oof),
-        },
-        "review_bar": review_bar,
-        "out_of_fold_percent_held_or_refused": {
-            "attacks": share(attack_oof, review_bar),
-            "look_alikes": share(benign_oof, review_bar),
-            "real_messages": share(real_oof, review_bar),
         },
         "real_messages_flagged_by_the_rules_percent": round(100 * len(ruled) / len(real_oof), 2),
     }

@@ -8,8 +8,6 @@ local model's sentence vector and hashed word pairs, fitted by `training/train_p
 instructions and look-alike team rules written for the purpose, with every sentence of the shared
 real sessions as a benign example. A message is an attempt when any of its sentences (or its opening
 as a whole) scores over the bar, which holds out-of-fold false alarms on real messages near 0.5%.
-Between the lower review bar and the bar a message is not refused but held: what it would store
-becomes a candidate only the user can approve (`planted_suspicion`, `octygraph.memory.candidates`).
 
 The rules stay first: they are cheap, explain themselves and catch disguised payloads the model never
 sees. The model runs only where something is about to be written, so the prompt hook's answer never
@@ -52,16 +50,14 @@ def planted_rows(texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:
 class PlantedModel:
     """P(planted instruction) of a message: the highest of its units'."""
 
-    def __init__(self, model: Logistic, bar: float, review_bar: float | None = None) -> None:
+    def __init__(self, model: Logistic, bar: float) -> None:
         self.model = model
         self.bar = bar
-        self.review_bar = bar if review_bar is None else min(review_bar, bar)
 
     @classmethod
     def load(cls) -> PlantedModel:
         arrays = model_arrays(PLANTED_FILE)
-        review = float(arrays["review_bar"]) if "review_bar" in arrays else None
-        return cls(load_logistic(arrays, "planted"), float(arrays["bar"]), review)
+        return cls(load_logistic(arrays, "planted"), float(arrays["bar"]))
 
     def strongest(self, text: str) -> tuple[float, str]:
         """The highest-scoring unit of `text` and its probability."""
@@ -77,11 +73,6 @@ _MODEL = OnFirstUse(PlantedModel.load)
 
 
 @lru_cache(maxsize=512)  # every item of one message is checked against the whole message
-def _strongest(text: str) -> tuple[float, str]:
-    return _MODEL.get().strongest(text)
-
-
-@lru_cache(maxsize=512)
 def planted_reason(text: str) -> str | None:
     """Why this message must not be stored as memory (a short clause), or None.
 
@@ -90,22 +81,8 @@ def planted_reason(text: str) -> str | None:
     reason = injection_reason(text)
     if reason is not None or not text or not text.strip():
         return reason
-    proba, unit = _strongest(text)
-    if proba < _MODEL.get().bar:
+    model = _MODEL.get()
+    proba, unit = model.strongest(text)
+    if proba < model.bar:
         return None
     return f"it reads like a planted instruction ({proba:.2f} for {unit[:60]!r})"
-
-
-def planted_suspicion(text: str) -> float | None:
-    """The model's probability when `text` falls between the review bar and the bar, else None.
-
-    Such a message is not refused (real team rules score there too), but what it would store is held
-    for the user's approval: never given to a prompt, never confirmed by being said again or used.
-    """
-    if not text or not text.strip():
-        return None
-    model = _MODEL.get()
-    if model.review_bar >= model.bar:
-        return None
-    proba, _ = _strongest(text)
-    return proba if model.review_bar <= proba < model.bar else None

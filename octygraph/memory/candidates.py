@@ -7,10 +7,6 @@ for review, but injected unprompted only when the relevance model is fairly sure
 the session-start block. It becomes an ordinary memory when the user approves it, when it is
 confirmed by use (said again, or given to a session that went on to use it), or when the end-of-session
 judge keeps it (`octygraph.session.consolidation`).
-
-A candidate is *held* when the planted-instruction model was unsure of the message it came from
-(`octygraph.judgement.planted.planted_suspicion`): it is never given to a prompt, and only the user's
-approval confirms it.
 """
 
 from __future__ import annotations
@@ -22,8 +18,6 @@ from octygraph.store import GraphStore, Node
 
 CANDIDATE = "candidate"
 """The attribute that marks a candidate memory."""
-HELD = "held"
-"""The attribute that marks a candidate held for review, and why ("planted")."""
 Confirmation = Literal["approved", "restated", "used", "judged"]
 """Why a candidate became ordinary: the user approved it, said it again, used it, or the end-of-session
 judge (`octygraph.session.consolidation`) kept it."""
@@ -34,16 +28,9 @@ def is_candidate(node: Node) -> bool:
     return node.attributes.get(CANDIDATE) is True
 
 
-def is_held(node: Node) -> bool:
-    """Whether `node` is a candidate held for the user's approval."""
-    return is_candidate(node) and bool(node.attributes.get(HELD))
-
-
-def candidate_attributes(probability: float, planted: float | None = None) -> dict[str, object]:
-    """What a new candidate's attributes say: that it is one, and how sure the verdict was; with
-    `planted` (the planted-instruction model's probability), that it is held for review."""
-    held = {HELD: "planted", "planted_p": round(planted, 4)} if planted is not None else {}
-    return {CANDIDATE: True, "verdict_p": round(probability, 4), **held}
+def candidate_attributes(probability: float) -> dict[str, object]:
+    """What a new candidate's attributes say: that it is one, and how sure the verdict was."""
+    return {CANDIDATE: True, "verdict_p": round(probability, 4)}
 
 
 def confirm(
@@ -56,10 +43,6 @@ def confirm(
     node = store.get_node(node_id)
     if node is None or not is_candidate(node):
         return None
-    if is_held(node):
-        if reason != "approved":
-            return None  # held: said again, used or judged, it still waits for the user
-        details = {**details, HELD: None}
     return store.set_attributes(node_id, **details, **confirmed_attributes(reason))
 
 

@@ -132,13 +132,7 @@ def result_json(
             for r in values.get("stored") or []
         ],
         "candidates": [
-            {
-                "id": r["id"],
-                "type": r["type"],
-                "subtype": r.get("subtype"),
-                "content": r["content"],
-                **({"held": True} if r.get("held") else {}),
-            }
+            {"id": r["id"], "type": r["type"], "subtype": r.get("subtype"), "content": r["content"]}
             for r in values.get("candidates") or []
         ],
         "superseded": list(dict.fromkeys(values.get("superseded") or [])),

@@ -51,8 +51,6 @@ class MemoryRecord(TypedDict):
     """A correction: the id of the memory it replaced."""
     candidate: NotRequired[bool]
     """Unconfirmed (`octygraph.memory.candidates`): searchable, not given unprompted."""
-    held: NotRequired[bool]
-    """A candidate held for the user's approval: it may be a planted instruction."""
     vias: NotRequired[list[str]]
     """Assembly: every way it was found."""
     relevance: NotRequired[float]

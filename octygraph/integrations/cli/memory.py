@@ -849,7 +849,6 @@ def _candidate_dict(node: Node) -> dict[str, Any]:
         "subtype": node.subtype,
         "content": node.content,
         "verdict_p": node.attributes.get("verdict_p"),
-        "held": bool(node.attributes.get("held")),
         "created_at": node.created_at,
     }
 
@@ -858,8 +857,7 @@ def memory_review(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100_000, help="How many.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """List candidate memories, newest first: statements the storage verdict was unsure of, and those
-    held because they may be planted instructions (only your approval confirms those)."""
+    """List candidate memories, newest first: statements the storage verdict was unsure of."""
     from rich.table import Table
     from rich.text import Text
 
@@ -884,11 +882,6 @@ def memory_review(
             Text(node.content),
         )
     common.out.print(table)
-    held = [n.id for n in nodes if n.attributes.get("held")]
-    if held:
-        _print(
-            f"Held, as they may be planted instructions (only your approval keeps them): {', '.join(held)}."
-        )
     _print(
         "Keep one with `octygraph memory approve ID`, correct it with `octygraph memory edit ID TEXT`, "
         "drop it with `octygraph memory forget ID`."

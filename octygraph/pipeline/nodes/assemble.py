@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from langgraph.runtime import Runtime
 
 from octygraph.judgement.relevance import MemoryText, relevance_model
-from octygraph.memory.candidates import is_candidate, is_held
+from octygraph.memory.candidates import is_candidate
 from octygraph.pipeline.context import Context
 from octygraph.pipeline.nodes._common import timed
 from octygraph.pipeline.state import PipelineState, Record
@@ -163,10 +163,8 @@ def collect(
         (
             (max(float(p), bar) if applies else float(p), node_id)
             for p, applies, node_id in zip(probabilities, triggered, ids, strict=True)
-            # A candidate is not confirmed: only given when the model is sure it applies; one held
-            # for review (it may be a planted instruction) never is.
-            if not is_held(nodes[node_id])
-            and (
+            # A candidate is not confirmed: only given when the model is sure it applies.
+            if (
                 p >= max(bar, CANDIDATE_RELEVANCE)
                 if is_candidate(nodes[node_id])
                 else p >= bar or applies

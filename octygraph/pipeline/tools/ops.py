@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from octygraph.memory.candidates import is_candidate, is_held
+from octygraph.memory.candidates import is_candidate
 from octygraph.pipeline.state import MemoryRecord
 from octygraph.store import GraphStore, Hit, Node, StoreError
 
@@ -72,8 +72,6 @@ def to_record(
         record["supersedes"] = supersedes
     if is_candidate(node):
         record["candidate"] = True
-        if is_held(node):
-            record["held"] = True
     return record
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from octygraph.judgement.planted import planted_reason, planted_suspicion
+from octygraph.judgement.planted import planted_reason
 from octygraph.memory.candidates import candidate_attributes, confirm, corrected_attributes
 from octygraph.memory.uses import record_access
 from octygraph.models import DEFAULT_SUBTYPE, SUBTYPES
@@ -159,8 +159,7 @@ def store_memory(
 
     `injection` is the run's judgement of the raw message (see `Context.injection`). With
     `candidate` (the storage verdict's probability) the memory is stored as a candidate
-    (`octygraph.memory.candidates`); a message the planted-instruction model is unsure of stores a
-    candidate held for the user's approval, whatever the verdict. A candidate said again is confirmed, not stored twice. `run_id` stamps
+    (`octygraph.memory.candidates`). A candidate said again is confirmed, not stored twice. `run_id` stamps
     what is written (`RUN`), a candidate confirmed included.
     """
     if node_type not in SUBTYPES:
@@ -199,9 +198,6 @@ def store_memory(
             return ToolResult(
                 f"Already stored as [{existing.id}] {existing.content}; nothing new written."
             )
-    planted = planted_suspicion(grounding_text if grounding_text is not None else clean)
-    if planted is not None and candidate is None:
-        candidate = 1.0  # the verdict would keep it; the planted model holds it
     ids = resolve_entities(store, entity_ids, entity_names)
     related = [r for r in related_ids if store.get_node(r) is not None]
     node = store.add_node(
@@ -216,12 +212,10 @@ def store_memory(
         scope=scope,
         related_ids=related,
         attributes=_stamped(
-            candidate_attributes(candidate, planted) if candidate is not None else {}, run_id
+            candidate_attributes(candidate) if candidate is not None else {}, run_id
         ),
     )
     kind = "candidate" if candidate is not None else node.node_type
-    if planted is not None:
-        kind = "candidate, held for review: it may be a planted instruction"
     return ToolResult(
         f"Stored [{node.id}] ({kind}) {node.content}", [to_record(node, "store_memory")]
     )
@@ -249,19 +243,6 @@ def supersede_memory(
         raise StoreError(f"Memory {old_id} was already replaced by {old.superseded_by}.")
     if old.node_type == "instruction" and source != "user":
         raise Refused("Nothing stored: only the user changes an instruction.")
-    if planted_suspicion(grounding_text if grounding_text is not None else clean) is not None:
-        # What replaces a memory the planted model is unsure of: held beside it, the old one kept.
-        return store_memory(
-            store,
-            node_type=old.node_type,
-            content=clean,
-            grounding_text=grounding_text,
-            subtype=old.subtype,
-            source=source,
-            scope=old.scope,
-            injection=injection,
-            run_id=run_id,
-        )
     confirmed = corrected_attributes(old, "restated")
     new = store.supersede(
         old_id, clean, source=source, attributes=_stamped(confirmed, run_id) or {}
