@@ -201,8 +201,10 @@ _VERSION: Final = re.compile(r"v?\d+(?:[.+-]\w+)*")
 """`16-alpine`, `3.12-slim`, `v2.1`: an image tag or version after a colon, not a password."""
 _HIGH_ENTROPY: Final = re.compile(r"(?<![\w/+=.-])[A-Za-z0-9+/_=-]{32,}(?![\w/+=-])")
 """A long run of key-like characters; kept unless it looks random (see `_looks_random`)."""
+_DIGEST_PREFIX: Final = r"(?:sha\d+|md5|h1):"
+"""`SHA256:`, `md5:`, Go's `h1:`: what a published digest or fingerprint starts with."""
 _PUBLIC_BEFORE: Final = re.compile(
-    r"(?i)(?:\b(?:sha\d+|md5|h1):|\b(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+)$"
+    rf"(?i)(?:\b{_DIGEST_PREFIX}|\b(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+)$"
 )
 """A key's fingerprint or a public key (`SHA256:...`, `ssh-ed25519 AAAA...`) is published, not secret."""
 _PUBLIC_TOKEN: Final = re.compile(r"(?i)sha\d+-|AAAA[BCE][0-9]Nza|(?-i:pk_(?:live|test)_|pk\.eyJ)")
@@ -216,10 +218,9 @@ _FOREIGN_LABEL: Final = (
     r"|has[łl]o|пароль|l[öo]senord(?:et)?|[şs]ifre(?:si)?|salasana|adgangskode(?:n)?|heslo"
     r"|jelsz[óo](?:t|ja)?|parol[aă]|m[ậa]t\s+kh[ẩa]u"
 )
-_FOREIGN_CONNECTOR: Final = (
-    r"\s*[:=：—–]\s*|\s+(?:(?:is|ist|lautet|est|es|era|è|é|e|to|är|er|jest|je|on|olarak|van|"
-    r"var|was)\s+)?"
-)
+_COPULA: Final = r"is|ist|lautet|est|es|era|è|é|to|är|er|jest|je|on|van|var|was"
+""""Is" between a password's label and its value, in the languages of `_FOREIGN_LABEL`."""
+_FOREIGN_CONNECTOR: Final = rf"\s*[:=：—–]\s*|\s+(?:(?:{_COPULA}|e|olarak)\s+)?"
 # "la clave del router es X", "das Passwort für den Server ist X".
 _FOREIGN_OF: Final = (
     r"(?:del?|des|du|der|den|dem|di|della|do|da|van|voor|för|till|dla|для|от|od|für|pour|para|per)"
@@ -234,7 +235,7 @@ _FOREIGN: Final = re.compile(
 _FAR_KEY_LABEL: Final = (
     r"(?:api-?)?schl[üu]ssel|cl[ée]\s+(?:d'?)?api|chave|chiave|access\s+token|token"
 )
-_FAR_VERB: Final = r"c['’]est|est|es|era|è|é|ist|lautet|to|är|er|jest|je|on|van|var|is|was|sono|são|son|será|sera|là"
+_FAR_VERB: Final = rf"c['’]est|{_COPULA}|sono|são|son|será|sera|là"
 _FOREIGN_FAR: Final = re.compile(
     rf"(?i)(?<![\w-])((?:{_FOREIGN_LABEL}|{_FAR_KEY_LABEL})(?:[ \t]+(?!(?:{_FAR_VERB})\b)[\w'’.()-]+){{1,8}}?"
     rf"(?:[ \t]+(?:{_FAR_VERB})[ \t]+|[ \t]*:[ \t]*)[\"'`“]?)([^\s\"'`”,;，、。]+)"
@@ -250,9 +251,9 @@ _QUOTED_PHRASE: Final = re.compile(
     rf"|ist|lautet|é|è|which\s+is))[ \t]*)([\"'“‘`])([^\"'”’`\n]{{3,200}}?)([\"'”’`])"
 )
 # "my ssh key passphrase is correct horse battery staple, how do I ...": unquoted words to a break.
+_PHRASE_LABEL: Final = r"pass\s?phrase|master\s+password|security\s+answer"
 _BARE_PHRASE: Final = re.compile(
-    r"(?i)(\b(?:pass\s?phrase|master\s+password|security\s+answer)\b[^.\n?!:=]{0,60}?\s(?:is|was)\s+"
-    r"|\b(?:pass\s?phrase|master\s+password|security\s+answer)\s*:\s*)"
+    rf"(?i)(\b(?:{_PHRASE_LABEL})\b[^.\n?!:=]{{0,60}}?\s(?:is|was)\s+|\b(?:{_PHRASE_LABEL})\s*:\s*)"
     r"((?:[a-z0-9]+[ \t]+){1,7}[a-z0-9]+)(?=[ \t]*(?:[—–,;.?!(]|[ \t]-[ \t]|$))"
 )
 # `TWILIO_AUTH_TOKEN is 0b23...`, "config/master.key contains 5b1b...": a variable or file named
@@ -338,19 +339,27 @@ _NOT_PASSWORD_LABEL: Final = re.compile(r"(?i)(?:key|token|pat|secret|credential
 _SYMBOLS: Final = frozenset("!@#$%^&*+=~?")
 _CODE_CHARS: Final = frozenset("()[]{}<>`")
 """`key = self._key(settings)`, `{key: data[key]}`: code, not a value."""
-_NOT_SECRET_SHAPE: Final = re.compile(
+_NOT_ANY_VALUE: Final = (
     r"[~.]?/.*|.*://.*|[\w.+-]+@[\w-]+\.[\w.-]+|v?\d+(?:[.+-]\w+)*|[\d\W_]+"
+    r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"
+)
+"""A path, URL, e-mail address, version, number or dotted name: never a secret's value."""
+_NOT_SECRET_SHAPE: Final = re.compile(
+    rf"{_NOT_ANY_VALUE}"
     r"|(?:\d+)?[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*|[A-Za-z][a-z]*(?:-[A-Za-z][a-z]*)+"
-    r"|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|(?i:sha\d+|md5):[\w+/]+|(?:ssh|ecdsa)-[\w@.-]+"
+    r"|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|(?i:sha\d+|md5):[\w+/]+|(?:ssh|ecdsa)-[\w@.-]+"
 )
 """A path, URL, email, version, number, a word or CamelCase name (`1Password`, `useEffect2`), an
 identifier (`x86_64`, `MyClass.method`) or a digest (`sha256:...`)."""
 _NOT_PASSWORD_SHAPE: Final = re.compile(
-    r"[~.]?/.*|.*://.*|[\w.+-]+@[\w-]+\.[\w.-]+|v?\d+(?:[.+-]\w+)*|[\d\W_]+"
-    r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|(?:sha\d+|md5|base\d+|utf-?\d+|x86_64):?\w*"
+    rf"{_NOT_ANY_VALUE}|(?:sha\d+|md5|base\d+|utf-?\d+|x86_64):?\w*"
 )
 """After a password's label, what still is no password: a path, URL, address, version, number,
 dotted name, digest or encoding."""
+
+
+_HEX_KEY: Final = re.compile(r"[0-9a-fA-F]{32,}")
+"""32 or more hex digits after a secret's label: a key (unlabelled, a commit or a file hash)."""
 
 
 def _prose_secret(value: str, password: bool = False) -> bool:
@@ -368,7 +377,7 @@ def _prose_secret(value: str, password: bool = False) -> bool:
         return _NOT_PASSWORD_SHAPE.fullmatch(bare) is None
     if _NOT_SECRET_SHAPE.fullmatch(bare):
         return False
-    if re.fullmatch(r"[0-9a-fA-F]{32,}", bare):
+    if _HEX_KEY.fullmatch(bare):
         return True
     digit = any(c.isdigit() for c in bare)
     symbol = any(c in _SYMBOLS for c in bare)
@@ -523,7 +532,7 @@ def _password_shaped(token: str) -> bool:
         or re.fullmatch(r"[^@\s]+@[\w-]+(?:\.[\w-]+)+", token)  # an e-mail address
         or re.fullmatch(r"[A-Za-z]+@\d+", token)  # Recall@10
         or _PUBLIC_TOKEN.match(token)
-        or re.match(r"(?i)(?:sha\d+|md5|h1):", token)  # a digest or fingerprint
+        or re.match(rf"(?i){_DIGEST_PREFIX}", token)  # a digest or fingerprint
     ):
         return False
     return (
@@ -866,7 +875,8 @@ def redact_secrets(text: str) -> tuple[str, int]:
         _SLASH_AT,
         lambda m: (
             f"{m.group(1)}{REDACTED}{m.group(3)}"
-            if _strong(m.group(2)) or _ORACLE_TOOL.search(m.string[: m.start()])
+            if _strong(m.group(2))
+            or _ORACLE_TOOL.search(m.string[max(0, m.start() - 64) : m.start()])
             else None
         ),
         text,
@@ -876,7 +886,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
         lambda m: (
             f"{m.group(1)}{REDACTED}"
             if _looks_random(m.group(2))
-            or re.fullmatch(r"[0-9a-fA-F]{32,}", m.group(2))
+            or _HEX_KEY.fullmatch(m.group(2))
             or _random_word(m.group(2))
             else None
         ),
