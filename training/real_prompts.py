@@ -24,7 +24,7 @@ from octygraph.judgement.analysis import analyze
 from octygraph.judgement.gate import judged_segments, storage_gate
 from octygraph.judgement.patterns import safety_refusal, verdict_refusals
 from octygraph.judgement.verdict import SegmentView, message_vector, verdict_features
-from training.common import HERE, embed, held_out
+from training.common import HERE, embed, held_out, read_jsonl
 from training.train_gate import load_rows
 
 SHARED = Path(os.environ.get("OCTY_SHARED") or HERE.parent.parent / "shared")
@@ -74,6 +74,21 @@ class Prompt:
 
 def project_of(session: dict) -> str:
     return str(session.get("project") or session["source"]["repo"])
+
+
+def real_messages(keys: tuple[str, ...] = ("prompt", "assistant_after")) -> dict[str, list[str]]:
+    """The real turns' texts under `keys` (prompts, replies), stripped, by project."""
+    by_project: dict[str, list[str]] = {}
+    for path in SETS:
+        if not path.exists():
+            raise SystemExit(f"{path} is missing: put the shared data beside the repository.")
+        for session in read_jsonl(path):
+            for turn in session["turns"]:
+                for key in keys:
+                    text = turn.get(key)
+                    if isinstance(text, str) and text.strip():
+                        by_project.setdefault(project_of(session), []).append(text.strip())
+    return by_project
 
 
 def load_prompts() -> list[Prompt]:

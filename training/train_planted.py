@@ -40,7 +40,7 @@ from tests.injection_kinds import BENIGN_TUNING, KINDS, TUNING
 from tests.security_corpus import BENIGN_RULES, INJECTIONS
 from training import common
 from training.common import HERE, embed, read_jsonl
-from training.real_prompts import SETS
+from training.real_prompts import real_messages
 
 OUT = HERE.parent / "octygraph" / "data" / PLANTED_FILE
 REPORT = HERE / "planted_report.json"
@@ -66,22 +66,6 @@ def written() -> tuple[list[str], list[str]]:
     attacks += [*INJECTIONS, *(t for kind in KINDS for t in TUNING[kind])]
     benign += [*BENIGN_RULES, *BENIGN_TUNING]
     return list(dict.fromkeys(attacks)), list(dict.fromkeys(benign))
-
-
-def real_messages() -> dict[str, list[str]]:
-    """The real prompts and assistant replies, by project."""
-    by_project: dict[str, list[str]] = {}
-    for path in SETS:
-        if not path.exists():
-            raise SystemExit(f"{path} is missing: put the shared data beside the repository.")
-        for session in read_jsonl(path):
-            project = session.get("project") or session["source"]["repo"]
-            for turn in session["turns"]:
-                for key in ("prompt", "assistant_after"):
-                    text = (turn.get(key) or "").strip()
-                    if text:
-                        by_project.setdefault(project, []).append(text)
-    return by_project
 
 
 _VECTORS: dict[str, np.ndarray] = {}

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, Final
 
+from octygraph.safety import secret_tokens
 from octygraph.text.utf8 import valid_text
 
 REDACTED: Final = "[REDACTED]"
@@ -682,7 +683,22 @@ def _labelled(match: re.Match[str]) -> str:
 
 
 def redact_secrets(text: str) -> tuple[str, int]:
-    """Replace secrets in `text` with `[REDACTED]`.
+    """Replace secrets in `text` with `[REDACTED]`: the patterns (`redact_patterns`), then the learned
+    model (`secret_tokens`) on the tokens they left.
+
+    Returns:
+        The redacted text and the number of secrets replaced.
+    """
+    text, count = redact_patterns(text)
+    learned = secret_tokens.model()  # what no pattern names: the token and the words before it
+    if learned is not None and text:
+        text, found = learned.redact(text, keep=published)
+        count += found
+    return text, count
+
+
+def redact_patterns(text: str) -> tuple[str, int]:
+    """Replace the secrets the patterns name in `text` with `[REDACTED]`.
 
     Covers provider keys and tokens (AWS, GitHub, GitLab, Slack, Stripe, SendGrid, Twilio, Google,
     package-index tokens, ...), webhooks, JWTs, PEM private keys, Authorization headers, passwords in
@@ -965,6 +981,32 @@ def redact_secrets(text: str) -> tuple[str, int]:
         text,
     )
     return text, count
+
+
+_OBJECT_ID: Final = re.compile(
+    r"(?:ch|pi|pm|cus|in|sub|txn|re|py|evt|prod|price|seti|cs|acct|src|card|ba|po|tr)_[A-Za-z0-9]{14,}"
+)
+"""A payment provider's object id (`ch_3Qw...`, `cus_...`): it names a record, it opens nothing."""
+_RECORD_ID: Final = re.compile(
+    r"(?i)\d{4}-?\d{2}-?\d{2}T\d|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+)
+"""A time stamp (`20261128T165250Z-2817b1`, a run's id) or a UUID at the start of a token."""
+
+
+def published(text: str, start: int, end: int) -> bool:
+    """Whether the token at `text[start:end]` is made to be shown: a digest, a fingerprint, a public
+    or publishable key, an object id, a time stamp or UUID, or the value of a name for a hash or a file. The patterns keep
+    these; the learned model (`secret_tokens`) must too."""
+    token, before = text[start:end], text[max(0, start - 24) : start]
+    return bool(
+        _PUBLIC_TOKEN.match(token)
+        or re.match(rf"(?i){_DIGEST_PREFIX}", token)
+        or _OBJECT_ID.fullmatch(token)
+        or _RECORD_ID.match(token)
+        or _PUBLIC_BEFORE.search(before)
+        or _COMMIT_CUE.search(before)
+        or _METADATA_SUFFIX.search(before.rstrip("\"'"))
+    )
 
 
 def has_secret(text: str) -> bool:
