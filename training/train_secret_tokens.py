@@ -115,7 +115,9 @@ def fit(spans: list[Span], labels: np.ndarray) -> SecretTokenModel:
     )
     weights = layer.coef_[0].astype(np.float64)
     # The run time applies the dense weights to raw values: fold the standardisation into them.
-    return SecretTokenModel(weights, mean, scale, float(layer.intercept_[0]), bar=1.0)
+    dense = weights[HASHED:] / scale
+    bias = float(layer.intercept_[0]) - float(np.dot(mean, dense))
+    return SecretTokenModel(weights[:HASHED], dense, bias, bar=1.0)
 
 
 def fold_of(project: str) -> int:
@@ -198,9 +200,8 @@ def main() -> None:
 
     final = fit(*training_rows(list(sets), list(real)))
     arrays = {
-        "weights": np.concatenate([final.hashed, final.dense]).astype(np.float32),
-        "mean": np.zeros(DENSE, dtype=np.float32),
-        "scale": np.ones(DENSE, dtype=np.float32),
+        "hashed": final.hashed.astype(np.float32),
+        "dense": final.dense.astype(np.float32),
         "bias": np.array(final.bias, dtype=np.float32),
         "bar": np.array(bar, dtype=np.float32),
     }

@@ -174,12 +174,11 @@ def hashed_features(text: str, start: int, end: int) -> dict[int, float]:
 class SecretTokenModel:
     """A logistic layer over the hashed and dense features; `bar` is where a token is redacted."""
 
-    def __init__(
-        self, weights: np.ndarray, mean: np.ndarray, scale: np.ndarray, bias: float, bar: float
-    ):
-        self.hashed = weights[:HASHED]
-        self.dense = weights[HASHED:] / scale
-        self.bias = bias - float(np.dot(mean / scale, weights[HASHED:]))
+    def __init__(self, hashed: np.ndarray, dense: np.ndarray, bias: float, bar: float) -> None:
+        self.hashed = hashed
+        self.dense = dense
+        """Weights of the raw `dense_features` (the training's standardisation folded in)."""
+        self.bias = bias
         self.bar = bar
 
     def proba(self, text: str, start: int, end: int) -> float:
@@ -218,9 +217,8 @@ def _load() -> SecretTokenModel | None:
         return None
     with np.load(path) as arrays:
         return SecretTokenModel(
-            arrays["weights"].astype(np.float64),
-            arrays["mean"].astype(np.float64),
-            arrays["scale"].astype(np.float64),
+            arrays["hashed"].astype(np.float64),
+            arrays["dense"].astype(np.float64),
             float(arrays["bias"]),
             float(arrays["bar"]),
         )
