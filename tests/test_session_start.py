@@ -156,6 +156,15 @@ def test_a_restated_rule_counts_a_use(claude_dir: Path) -> None:
     assert node.attributes["access_count"] == 1
 
 
+@pytest.mark.slow
+def test_a_prompt_hook_in_its_own_process_writes_its_uses(claude_dir: Path) -> None:
+    # No service keeps the noted uses: the hook writes them as its store closes.
+    remember(RULE)
+    assert RULE in prompt("Can I push this fix to main now? Today is Friday.", "s1")
+    (node,) = nodes()
+    assert node.attributes["access_count"] == 1
+
+
 def test_loaded_files_follow_claude_code(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     work = repo / "src" / "pkg"

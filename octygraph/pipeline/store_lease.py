@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -17,6 +18,8 @@ from octygraph.config.settings import Settings
 
 if TYPE_CHECKING:
     from octygraph.store import AdminStore
+
+log = logging.getLogger(__name__)
 
 
 class StoreLease(Protocol):
@@ -63,11 +66,19 @@ def for_want_of_resources(exc: BaseException | None) -> bool:
 async def open_store_for_run(
     settings: Settings, *, deadline: float | None = None
 ) -> AsyncIterator[AdminStore]:
-    """Open the project's store for one run and close it afterwards (the in-process path)."""
+    """Open the project's store for one run and close it afterwards (the in-process path).
+
+    The uses the run noted (`octygraph.memory.uses`) wait in memory for a resident service to write
+    them in one go; no process outlives this one, so they are written before the store closes."""
+    from octygraph.memory.uses import write_noted
     from octygraph.store.opening import open_store
 
     store = await asyncio.to_thread(open_store, settings)
     try:
         yield store
     finally:
+        try:
+            await asyncio.to_thread(write_noted, store)
+        except Exception as exc:  # a read-only home, a locked file: the uses only rank the start block
+            log.warning("memory uses not written: %s", exc)
         store.close()
