@@ -79,6 +79,7 @@ async def open_store_for_run(
     finally:
         try:
             await asyncio.to_thread(write_noted, store)
-        except Exception as exc:  # a read-only home, a locked file: the uses only rank the start block
+        except Exception as exc:
+            # A read-only home, a locked file: the uses only rank the start block.
             log.warning("memory uses not written: %s", exc)
         store.close()
