@@ -12,8 +12,8 @@ from tests.refits import SHARED, assert_script_makes_shipped
 
 NO_PATTERN_NAMES = [
     # Written for this test, after the model was fitted; no pattern redacts these.
-    ("tell the bot to use 7hQ2xW9kLm4pZ8vR3nT6 as its signing value", "7hQ2xW9kLm4pZ8vR3nT6"),
-    ("the nas was reset, new one for the admin panel: Falcon82Ridge", "Falcon82Ridge"),
+    ("the signing value for the hooks is now 7hQ2xW9kLm4pZ8vR3nT6", "7hQ2xW9kLm4pZ8vR3nT6"),
+    ("creds for the lab printer: admin Falcon82Ridge", "Falcon82Ridge"),
 ]
 
 OURS_AND_PUBLISHED = [
@@ -51,7 +51,7 @@ def test_ids_hashes_and_published_keys_stay(text: str) -> None:
 
 
 def test_only_mixed_or_long_tokens_outside_urls_are_scored() -> None:
-    text = 'a plain sentence, https://example.com/Ab12Cd34Ef56 and "Xy7Zq9" here'
+    text = 'Running **Important** load_rows and re-run-all, https://example.com/Ab12Cd34Ef56 and "Xy7Zq9"'
     assert [text[s:e] for s, e in candidates(text)] == ["Xy7Zq9"]
 
 

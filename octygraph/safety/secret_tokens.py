@@ -9,8 +9,9 @@ own credential sets (`training/secrets/`) and every token of the shared real ses
 non-credential; at its bar at most 0.3% of the real texts lose a token, out of fold.
 
 It runs after the patterns, on what they left; what they keep on purpose (digests, public keys,
-object ids, time stamps) the caller's `keep` test keeps from it too. Only tokens of six or more characters that mix character classes (or are
-long) are scored: a plain word is a credential only when a label says so, which the patterns handle.
+object ids, time stamps) the caller's `keep` test keeps from it too. Only tokens of six or more
+characters that are long or mix character classes are scored (`scored`): a plain word or name is a
+credential only when a label says so, which the patterns handle.
 """
 
 from __future__ import annotations
@@ -55,8 +56,19 @@ def _classes(token: str) -> int:
 
 
 def scored(token: str) -> bool:
-    """Worth scoring: six characters or more, and mixed character classes or long."""
-    return len(token) >= MIN_LENGTH and (len(token) >= LONG or _classes(token) >= 2)
+    """Worth scoring: six characters or more, and long or mixed. A capital that starts a word, Markdown
+    emphasis and the `-_./` of names and paths do not make a word mixed (`Running`, `**Note**`,
+    `load_rows`, `re-run`): in prose and code most words are those, and none is a credential alone."""
+    if len(token) < MIN_LENGTH:
+        return False
+    if len(token) >= LONG:
+        return True
+    core = token.strip("*_#")
+    upper = any(c.isupper() for c in core[1:])
+    lower = any(c.islower() for c in core)
+    digit = any(c.isdigit() for c in core)
+    other = any(not c.isalnum() and c not in "-_./" for c in core)
+    return upper + lower + digit + other >= 2
 
 
 def candidates(text: str) -> list[tuple[int, int]]:
