@@ -995,8 +995,8 @@ _RECORD_ID: Final = re.compile(
 
 def published(text: str, start: int, end: int) -> bool:
     """Whether the token at `text[start:end]` is made to be shown: a digest, a fingerprint, a public
-    or publishable key, an object id, a time stamp or UUID, or the value of a name for a hash or a file. The patterns keep
-    these; the learned model (`secret_tokens`) must too."""
+    or publishable key, an object id, a time stamp or UUID, or the value of a name for a hash or a
+    file. The patterns keep these; the learned model (`secret_tokens`) must too."""
     token, before = text[start:end], text[max(0, start - 24) : start]
     return bool(
         _PUBLIC_TOKEN.match(token)
