@@ -181,11 +181,7 @@ def main() -> None:
         model = fit(*training_rows(list(sets), [p for p in real if fold_of(p) != fold]))
         for project in held:
             for text in real[project]:
-                scores = (
-                    model.proba(text, s, e)
-                    for s, e in candidates(text)
-                    if not published(text, s, e)
-                )
+                scores = (p for _, _, p in model.scores(text, keep=published))
                 tops.append(max(scores, default=0.0))
     bar = choose_bar(tops)
 

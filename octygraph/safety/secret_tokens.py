@@ -21,7 +21,7 @@ import re
 import threading
 import zlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -199,14 +199,16 @@ class SecretTokenModel:
             z += float(self.hashed[slot]) * value
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
+    def scores(self, text: str, keep: Keep | None = None) -> Iterator[tuple[int, int, float]]:
+        """(start, end, probability) of each token scored, except those `keep` says must stay."""
+        for start, end in candidates(text):
+            if not (keep and keep(text, start, end)):
+                yield start, end, self.proba(text, start, end)
+
     def redact(self, text: str, keep: Keep | None = None) -> tuple[str, int]:
         """`text` with every token over the bar replaced (the outer of overlapping ones), except
         those `keep` says are made to be shown."""
-        hits = [
-            (s, e)
-            for s, e in candidates(text)
-            if not (keep and keep(text, s, e)) and self.proba(text, s, e) >= self.bar
-        ]
+        hits = [(s, e) for s, e, p in self.scores(text, keep) if p >= self.bar]
         if not hits:
             return text, 0
         pieces, last, count = [], 0, 0

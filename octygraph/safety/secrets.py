@@ -204,6 +204,7 @@ _HIGH_ENTROPY: Final = re.compile(r"(?<![\w/+=.-])[A-Za-z0-9+/_=-]{32,}(?![\w/+=
 """A long run of key-like characters; kept unless it looks random (see `_looks_random`)."""
 _DIGEST_PREFIX: Final = r"(?:sha\d+|md5|h1):"
 """`SHA256:`, `md5:`, Go's `h1:`: what a published digest or fingerprint starts with."""
+_DIGEST_START: Final = re.compile(rf"(?i){_DIGEST_PREFIX}")
 _PUBLIC_BEFORE: Final = re.compile(
     rf"(?i)(?:\b{_DIGEST_PREFIX}|\b(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+)$"
 )
@@ -533,7 +534,7 @@ def _password_shaped(token: str) -> bool:
         or re.fullmatch(r"[^@\s]+@[\w-]+(?:\.[\w-]+)+", token)  # an e-mail address
         or re.fullmatch(r"[A-Za-z]+@\d+", token)  # Recall@10
         or _PUBLIC_TOKEN.match(token)
-        or re.match(rf"(?i){_DIGEST_PREFIX}", token)  # a digest or fingerprint
+        or _DIGEST_START.match(token)  # a digest or fingerprint
     ):
         return False
     return (
@@ -1000,7 +1001,7 @@ def published(text: str, start: int, end: int) -> bool:
     token, before = text[start:end], text[max(0, start - 24) : start]
     return bool(
         _PUBLIC_TOKEN.match(token)
-        or re.match(rf"(?i){_DIGEST_PREFIX}", token)
+        or _DIGEST_START.match(token)
         or _OBJECT_ID.fullmatch(token)
         or _RECORD_ID.match(token)
         or _PUBLIC_BEFORE.search(before)
