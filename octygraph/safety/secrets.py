@@ -19,7 +19,8 @@ from typing import Any, Final
 from octygraph.safety import secret_tokens
 from octygraph.text.utf8 import valid_text
 
-REDACTED: Final = "[REDACTED]"
+REDACTED: Final = secret_tokens.REDACTED
+"""What a secret becomes; defined beside the learned model, which writes it too."""
 
 # Whole-match secrets: provider keys and tokens with a recognisable shape.
 _TOKEN_PATTERNS: Final[tuple[str, ...]] = (
