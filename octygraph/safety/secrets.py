@@ -989,9 +989,7 @@ _OBJECT_ID: Final = re.compile(
     r"(?:ch|pi|pm|cus|in|sub|txn|re|py|evt|prod|price|seti|cs|acct|src|card|ba|po|tr)_[A-Za-z0-9]{14,}"
 )
 """A payment provider's object id (`ch_3Qw...`, `cus_...`): it names a record, it opens nothing."""
-_RECORD_ID: Final = re.compile(
-    r"(?i)\d{4}-?\d{2}-?\d{2}T\d|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-)
+_RECORD_ID: Final = re.compile(rf"(?i)\d{{4}}-?\d{{2}}-?\d{{2}}T\d|{secret_tokens.UUID}")
 """A time stamp (`20261128T165250Z-2817b1`, a run's id) or a UUID at the start of a token."""
 
 
