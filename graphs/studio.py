@@ -10,6 +10,7 @@ server's working folder.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -38,6 +39,7 @@ class StudioContext(Context):
     l1_model: SkipJsonSchema[BaseChatModel | None] = None
     l2_model: SkipJsonSchema[BaseChatModel | None] = None
     usage: SkipJsonSchema[UsageTracker | None] = None
+    answered: SkipJsonSchema[asyncio.Event | None] = field(default=None, repr=False, compare=False)
     _gazetteer: SkipJsonSchema[Any] = field(default=None, init=False, repr=False, compare=False)
     today: date | None = None
     """The day plans and events are dated from (ISO date); empty means today."""

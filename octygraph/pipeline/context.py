@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import uuid
@@ -72,6 +73,9 @@ class Context:
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     """The run's id (its trace id; a fresh one by default): stamped on what this run writes, so its own
     retrieval can leave it out (`octygraph.pipeline.tools.writes.RUN`)."""
+    answered: asyncio.Event | None = field(default=None, repr=False, compare=False)
+    """Set by the runner once the answer has gone out, when someone waits for it (the hooks); None
+    otherwise. The offline store half starts its work after it (`judge_storage`)."""
     _gazetteer: Any = field(default=None, init=False, repr=False, compare=False)
     """A cache of the store's entity names, not run data: the store decides it, and no node hands it on."""
 

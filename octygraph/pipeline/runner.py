@@ -196,6 +196,9 @@ async def run_prompt(
     )
     if injection is not None:
         ctx.injection = injection
+    answer_out = asyncio.Event()
+    if on_answer is not None:
+        ctx.answered = answer_out
     read_only = bool(getattr(store, "read_only", False))
     if read_only:
         # A memory folder we may only read: the run answers from memory and writes nothing (no
@@ -282,6 +285,7 @@ async def run_prompt(
                                     )
                                 )
                                 flushing = asyncio.create_task(_flush_after_reply(saver))
+                                answer_out.set()
             except TimeoutError:
                 timed_out = True
             finally:

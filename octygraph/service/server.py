@@ -54,6 +54,9 @@ LOCK_WAIT_S = 20.0
 DRAIN_TIMEOUT_S = 60.0
 SPOOL_INTERVAL_S = 2.0
 HANDED_IDS = 10_000
+STORING_WAIT_S = 0.3
+"""How long a hook call waits for the store halves still running from earlier prompts, so that a
+prompt sent right after another (or a session started right after it) reads what that one stored."""
 HANDOFF_EVENTS = (*protocol.HANDOFF_EVENTS, "session-start")
 """Session-start is still taken as a hand-off from older clients and their spooled requests."""
 
@@ -171,6 +174,8 @@ class Service:
         self._pool: Any = None
         self._checkpointers: Any = None
         self._background: set[asyncio.Task[None]] = set()
+        self._storing: set[asyncio.Task[Any]] = set()
+        """The store halves still running after their answers went out."""
         self._handed: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._spool_running: set[str] = set()
         """Spool files whose run is under way: each stays on disk until its run succeeds."""
@@ -482,6 +487,8 @@ class Service:
                 "notice": f"memory is off: {reason}",
             }, None
         assert self._handle is not None and self._pool is not None
+        if self._storing:
+            await asyncio.wait(list(self._storing), timeout=STORING_WAIT_S)
         reply = await self._handle(
             event,
             raw,
@@ -491,6 +498,9 @@ class Service:
             started=started,
             checkpointers=self._checkpointers.lease,
         )
+        if reply.rest is not None:  # marked before the answer goes out, so the next call sees it
+            self._storing.add(reply.rest)
+            reply.rest.add_done_callback(self._storing.discard)
         self.requests += 1
         took_ms = (time.monotonic() - received) * 1000
         self.recent_ms.append(took_ms)

@@ -6,6 +6,7 @@ Judged beside retrieval, never in front of it: the answer needs only the retriev
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any, TypeVar, cast, get_args
 
 from langgraph.runtime import Runtime
@@ -26,6 +27,8 @@ from octygraph.pipeline.state import PipelineState
 from octygraph.pipeline.tools.writes import Refused, check_content
 
 INSTRUCTION_SUBTYPES = get_args(InstructionSubtype)
+ANSWER_WAIT_S = 1.0
+"""The longest the offline store half waits for the answer to go out before it starts anyway."""
 Told = TypeVar("Told", StorageItem, ExtractedInstruction)
 
 
@@ -104,6 +107,12 @@ async def judge_storage(state: PipelineState, runtime: Runtime[Context]) -> dict
     """The deterministic storage judgement: the verdict (L1's store flag when L1 had no model), the
     items and candidates worth storing, and the rules among them as instructions."""
     ctx = runtime.context
+    if ctx.answered is not None and ctx.offline:
+        # Nothing here waits on a model, and the judgement's embeddings would share the machine with
+        # the answer's search: they run once the answer is out (about 5 ms off it on two cores), or
+        # after ANSWER_WAIT_S if the answer is slow, so that a late answer does not cost the memory.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ctx.answered.wait(), ANSWER_WAIT_S)
     prompt = state.get("prompt", "")
     classification = state.get("classification") or Classification()
     verdict: dict[str, Any] = {}
