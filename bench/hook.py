@@ -3,8 +3,9 @@
 Builds (or reuses) a `noisy-large` project database, then times, for the no-LLM path: the first prompt
 of a new user and of a user with that database (no service running), the first prompt of a new user
 right after Claude Code's SessionStart hook (which starts the service), the warm prompt hook
-(p50/p90), the Stop hand-off, the SessionStart answer, and every hook call under each fault (a frozen
-service, a killed one, a stale socket file, a read-only home), each against its budget.
+(p50/p90; back to back, and a second apart as a person types), the Stop hand-off, the SessionStart
+answer, and every hook call under each fault (a frozen service, a killed one, a stale socket file, a
+read-only home), each against its budget.
 
 The package's bytecode is compiled first, as `pip install` does: a checkout run with
 PYTHONDONTWRITEBYTECODE=1 would otherwise compile every module in every hook and service process.
@@ -35,6 +36,7 @@ from _common import table
 from octygraph.service import client, protocol
 
 PROJECT = "bench"
+PACE_S = 1.0
 PROMPTS = (
     "Who handles the Anderson account?",
     "What database does the billing service run on?",
@@ -329,6 +331,12 @@ def run(db: Path, runs: int, budget_s: float) -> str:
             bench.prompt_via_shell("One more thing: " + PROMPTS[2 + i % (len(PROMPTS) - 2)])[0]
             for i in range(runs)
         ]
+        # A second apart, as a person types: back to back, each prompt also waits for the previous
+        # one's store half, which runs after its answer.
+        paced = []
+        for i in range(runs):
+            time.sleep(PACE_S)
+            paced.append(bench.prompt("Next: " + PROMPTS[2 + i % (len(PROMPTS) - 2)])[0])
         # Read now: the hand-offs below are calls too, and would make the service's median theirs.
         health = client.health_at(bench.home)
         skipped = [bench.prompt("/octybot memory list")[0] for _ in range(runs)]
@@ -357,6 +365,11 @@ def run(db: Path, runs: int, budget_s: float) -> str:
                 "prompt, service warm",
                 *(f"{percentile(warm, q):.0f}" for q in (0.5, 0.9)),
                 f"{max(warm):.0f}",
+            ],
+            [
+                f"  the same, one prompt every {PACE_S:g} s",
+                *(f"{percentile(paced, q):.0f}" for q in (0.5, 0.9)),
+                f"{max(paced):.0f}",
             ],
             [
                 "  the same through `sh -c`, as Claude Code runs a hook command",
