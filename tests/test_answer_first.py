@@ -59,6 +59,37 @@ def test_the_offline_store_half_judges_after_the_answer_is_out(
         assert order == ["judged"]
 
 
+def test_a_slow_answer_does_not_hold_the_store_half_back(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from octygraph.pipeline.nodes import loops
+
+    order: list[str] = []
+    judged, searched = judge_storage._filter, loops.run_fixed_plan
+
+    def noting(*args: Any, **kwargs: Any) -> Any:
+        order.append("judged")
+        return judged(*args, **kwargs)
+
+    def slow_search(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.5)
+        return searched(*args, **kwargs)
+
+    async def on_answer(early: dict[str, Any]) -> None:
+        order.append("answered")
+
+    monkeypatch.setattr(judge_storage, "_filter", noting)
+    monkeypatch.setattr(loops, "run_fixed_plan", slow_search)
+    monkeypatch.setattr(judge_storage, "ANSWER_WAIT_S", 0.05)
+    settings = Settings.from_env()
+    with open_store(settings) as store:
+        result = asyncio.run(
+            run_prompt(FACT, settings, store, RunOptions(offline=True), on_answer=on_answer)
+        )
+    assert order == ["judged", "answered"]
+    assert [s["content"] for s in result["stored"]] == [FACT]
+
+
 def _request(text: str, session: str, work: Path) -> dict[str, Any]:
     raw = json.dumps(
         {
