@@ -197,8 +197,7 @@ async def run_prompt(
     if injection is not None:
         ctx.injection = injection
     answer_out = asyncio.Event()
-    if on_answer is not None:
-        ctx.answered = answer_out
+    ctx.answered = answer_out if on_answer is not None else None
     read_only = bool(getattr(store, "read_only", False))
     if read_only:
         # A memory folder we may only read: the run answers from memory and writes nothing (no

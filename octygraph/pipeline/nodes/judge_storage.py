@@ -1,6 +1,7 @@
 """What to store: the storage verdict and filter, first in the store half, and the model's refinement.
 
-Judged beside retrieval, never in front of it: the answer needs only the retrieve half.
+Judged beside retrieval, never in front of it: the answer needs only the retrieve half. Offline, it
+is judged once the answer is out.
 """
 
 from __future__ import annotations
