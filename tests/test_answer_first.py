@@ -18,7 +18,7 @@ import pytest
 
 from octygraph.config.settings import Settings
 from octygraph.pipeline.nodes import judge_storage
-from octygraph.pipeline.runner import RunOptions, run_prompt
+from octygraph.pipeline.runner import OnAnswer, RunOptions, run_prompt
 from octygraph.service import client, server
 from octygraph.service.checkpointers import CheckpointerPool
 from octygraph.service.pool import StorePool
@@ -31,32 +31,43 @@ QUESTION = "Who owns the billing service?"
 SLOW_JUDGEMENT_S = 1.0
 
 
-def test_the_offline_store_half_judges_after_the_answer_is_out(
-    home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    order: list[str] = []
+def _noting_order(monkeypatch: pytest.MonkeyPatch, order: list[str]) -> OnAnswer:
+    """Note "judged" when the store half judges and "answered" when the answer goes out."""
     judged = judge_storage._filter
 
     def noting(*args: Any, **kwargs: Any) -> Any:
         order.append("judged")
         return judged(*args, **kwargs)
 
-    monkeypatch.setattr(judge_storage, "_filter", noting)
-
     async def on_answer(early: dict[str, Any]) -> None:
         order.append("answered")
 
+    monkeypatch.setattr(judge_storage, "_filter", noting)
+    return on_answer
+
+
+def _told(on_answer: OnAnswer) -> list[str]:
+    """Run FACT offline with `on_answer`; what it stored."""
     settings = Settings.from_env()
     with open_store(settings) as store:
         result = asyncio.run(
             run_prompt(FACT, settings, store, RunOptions(offline=True), on_answer=on_answer)
         )
-        assert order == ["answered", "judged"]
-        assert [s["content"] for s in result["stored"]] == [FACT]
-        # Without anyone waiting for an answer (`octygraph run`), nothing waits.
-        order.clear()
+    return [s["content"] for s in result["stored"]]
+
+
+def test_the_offline_store_half_judges_after_the_answer_is_out(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    order: list[str] = []
+    assert _told(_noting_order(monkeypatch, order)) == [FACT]
+    assert order == ["answered", "judged"]
+    # Without anyone waiting for an answer (`octygraph run`), nothing waits.
+    order.clear()
+    settings = Settings.from_env()
+    with open_store(settings) as store:
         asyncio.run(run_prompt("Peter owns the search service.", settings, store))
-        assert order == ["judged"]
+    assert order == ["judged"]
 
 
 def test_a_slow_answer_does_not_hold_the_store_half_back(
@@ -64,30 +75,18 @@ def test_a_slow_answer_does_not_hold_the_store_half_back(
 ) -> None:
     from octygraph.pipeline.nodes import loops
 
-    order: list[str] = []
-    judged, searched = judge_storage._filter, loops.run_fixed_plan
-
-    def noting(*args: Any, **kwargs: Any) -> Any:
-        order.append("judged")
-        return judged(*args, **kwargs)
+    searched = loops.run_fixed_plan
 
     def slow_search(*args: Any, **kwargs: Any) -> Any:
         time.sleep(0.5)
         return searched(*args, **kwargs)
 
-    async def on_answer(early: dict[str, Any]) -> None:
-        order.append("answered")
-
-    monkeypatch.setattr(judge_storage, "_filter", noting)
+    order: list[str] = []
+    on_answer = _noting_order(monkeypatch, order)
     monkeypatch.setattr(loops, "run_fixed_plan", slow_search)
     monkeypatch.setattr(judge_storage, "ANSWER_WAIT_S", 0.05)
-    settings = Settings.from_env()
-    with open_store(settings) as store:
-        result = asyncio.run(
-            run_prompt(FACT, settings, store, RunOptions(offline=True), on_answer=on_answer)
-        )
+    assert _told(on_answer) == [FACT]
     assert order == ["judged", "answered"]
-    assert [s["content"] for s in result["stored"]] == [FACT]
 
 
 def _request(text: str, session: str, work: Path) -> dict[str, Any]:
