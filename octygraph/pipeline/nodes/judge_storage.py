@@ -103,7 +103,6 @@ def _filter(ctx: Context, prompt: str, classification: Classification) -> Storag
     )
 
 
-@timed("judge_storage")
 async def judge_storage(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
     """The deterministic storage judgement: the verdict (L1's store flag when L1 had no model), the
     items and candidates worth storing, and the rules among them as instructions."""
@@ -112,8 +111,15 @@ async def judge_storage(state: PipelineState, runtime: Runtime[Context]) -> dict
         # Nothing here waits on a model, and the judgement's embeddings would share the machine with
         # the answer's search: they run once the answer is out (about 5 ms off it on two cores), or
         # after ANSWER_WAIT_S if the answer is slow, so that a late answer does not cost the memory.
+        # The wait is not the judgement's time: `timings_ms` counts only `_judge`.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(ctx.answered.wait(), ANSWER_WAIT_S)
+    return await _judge(state, runtime)
+
+
+@timed("judge_storage")
+async def _judge(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
+    ctx = runtime.context
     prompt = state.get("prompt", "")
     classification = state.get("classification") or Classification()
     verdict: dict[str, Any] = {}
