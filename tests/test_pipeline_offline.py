@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -183,3 +184,28 @@ def test_dated_plan_is_stored_and_surfaces(home: Path, tmp_path: Path) -> None:
             )
         )
         assert "Anderson delivery is due next Friday" in asked["context"]
+
+
+def test_a_question_about_what_lies_ahead_gets_the_plans_of_those_days(home: Path) -> None:
+    """ "What's coming up?" shares no word with "The payments migration is due next Friday": the
+    plans dated in the days it asks about are given, and a plan outside them is not."""
+    settings = Settings.from_env()
+    today = date(2026, 11, 16)  # a Monday
+    with open_store(settings) as store:
+
+        def run(text: str) -> dict[str, Any]:
+            return asyncio.run(
+                run_prompt(text, settings, store, RunOptions(offline=True, today=today))
+            )
+
+        for told in (
+            "The payments migration is due next Friday.",
+            "We're demoing the Falcon dashboard to Pinnacle Foods tomorrow.",
+            "The SOC 2 audit starts on March 2.",
+        ):
+            assert [s["type"] for s in run(told)["stored"]] == ["plan"], told
+        ahead = run("What deadlines are coming up?")["context"]
+        assert "payments migration" in ahead and "Falcon dashboard" in ahead
+        assert "SOC 2" not in ahead
+        tomorrow = run("What's happening tomorrow?")["context"]
+        assert "Falcon dashboard" in tomorrow and "payments migration" not in tomorrow

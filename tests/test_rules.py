@@ -19,7 +19,7 @@ from octygraph.judgement.storage import filter_storage
 from octygraph.models import Classification, ExtractedInstruction, RetrievalPlan
 from octygraph.pipeline.nodes.judge_storage import with_verdict
 from octygraph.safety.checks import is_grounded, looks_like_injection, redact_secrets
-from octygraph.text.dates import resolve_date
+from octygraph.text.dates import asked_window, resolve_date
 from octygraph.text.words import split_sentences
 
 TODAY = date(2026, 3, 11)  # a Wednesday
@@ -93,6 +93,16 @@ def test_asking_retrieves_only_with_an_entity_lookup() -> None:
     decision = filter_storage(prompt, c, TODAY)
     assert not decision.store and decision.items == []
     assert "question" in decision.reason
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    ["What deadlines are coming up?", "What's happening tomorrow?", "Any milestones left?"],
+)
+def test_a_question_about_plans_searches_the_plans(prompt: str) -> None:
+    c = classify(prompt, today=TODAY)
+    assert "planning" in c.intents
+    assert "search_events" in [tool for tool, _ in steps(plan_retrieval(prompt, c, today=TODAY))]
 
 
 def test_a_correction_stores_and_retrieves_and_names_what_it_replaces() -> None:
@@ -268,6 +278,27 @@ def test_a_quoted_sentence_does_not_end_the_sentence_it_is_quoted_in() -> None:
 )
 def test_resolve_date_relative_to_a_fixed_today(text: str, expected: str | None) -> None:
     assert resolve_date(text, TODAY) == expected
+
+
+@pytest.mark.parametrize(
+    ("question", "window"),
+    [
+        ("What's happening tomorrow?", ("2026-03-12", "2026-03-12")),
+        ("What deadlines are coming up?", ("2026-03-11", "2026-03-25")),
+        ("Anything upcoming for the release?", ("2026-03-11", "2026-03-25")),
+        ("What's on this week?", ("2026-03-11", "2026-03-15")),
+        ("Anything due next week?", ("2026-03-16", "2026-03-22")),
+        ("What is planned next month?", ("2026-04-01", "2026-04-30")),
+        ("What is on March 20?", ("2026-03-20", "2026-03-20")),
+        ("What happened yesterday?", None),
+        ("Who handles Anderson?", None),
+    ],
+)
+def test_a_question_about_what_lies_ahead_names_its_days(
+    question: str, window: tuple[str, str] | None
+) -> None:
+    found = asked_window(question, TODAY)
+    assert (None if found is None else (found[0].isoformat(), found[1].isoformat())) == window
 
 
 def test_direction_preference_for_dates_without_a_year() -> None:

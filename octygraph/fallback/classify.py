@@ -61,8 +61,8 @@ _INTENT_PATTERNS: Final[tuple[tuple[Intent, re.Pattern[str]], ...]] = (
     (
         "planning",
         rx(
-            r"""\bplan(?:s|ned|ning)?\b|\bschedul\w*|\bdeadline\b|\bdue\b|\broadmap\b|
-            \bnext\s+steps\b|\bmilestone\b|\bupcoming\b"""
+            r"""\bplan(?:s|ned|ning)?\b|\bschedul\w*|\bdeadlines?\b|\bdue\b|\broadmap\b|
+            \bnext\s+steps\b|\bmilestones?\b|\bupcoming\b|\bcoming\s+up\b"""
         ),
     ),
     (

@@ -138,7 +138,8 @@ def plan_retrieval(
     days = lookback_days(head)
     wants_events = (
         days is not None
-        or bool({"status", "recall"} & set(classification.intents))
+        # Plans are searched with events: a question about what lies ahead wants them.
+        or bool({"status", "recall", "planning"} & set(classification.intents))
         or bool(_TIME_WORDS.search(head) and any(s.question for s in sentences))
     )
     query = _query(" ".join(p for p in parts) if parts else prompt)

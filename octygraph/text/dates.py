@@ -360,3 +360,33 @@ def lookback_days(text: str) -> int | None:
         if m:
             return fn(m)
     return None
+
+
+AHEAD_DAYS: Final = 14
+"""How far "what's coming up?" looks: two weeks, a sprint."""
+_AHEAD: Final = re.compile(
+    r"(?i)\b(?:coming\s+up|upcoming|ahead|deadlines?|due\s+soon|on\s+the\s+(?:calendar|schedule))\b"
+)
+_THIS_WEEK: Final = re.compile(r"(?i)\b(?:this|the\s+rest\s+of\s+the)\s+week\b")
+
+
+def asked_window(question: str, today: date | None = None) -> tuple[date, date] | None:
+    """The days a question about what lies ahead asks about ("What's happening tomorrow?",
+    "What deadlines are coming up?", "Anything due next week?"), first and last, or None.
+
+    A day it names is that day; "this week" runs to Sunday; "coming up", "upcoming" and
+    "deadlines" look `AHEAD_DAYS` ahead."""
+    today = today or date.today()
+    if _THIS_WEEK.search(question):
+        return today, today + timedelta(days=6 - today.weekday())
+    found = find_date(question, today, prefer="future")
+    if found is not None and found.value >= today:
+        period = re.fullmatch(r"(?i)next\s+(week|month)", found.text.strip())
+        if period is None:
+            return found.value, found.value
+        if period[1].lower() == "week":
+            return found.value, found.value + timedelta(days=6)
+        return found.value, _add_months(found.value, 1) - timedelta(days=1)
+    if _AHEAD.search(question):
+        return today, today + timedelta(days=AHEAD_DAYS)
+    return None

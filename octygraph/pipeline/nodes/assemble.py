@@ -8,6 +8,7 @@ from collections import defaultdict
 from datetime import date
 from typing import Any, NamedTuple
 
+import numpy as np
 from langgraph.runtime import Runtime
 
 from octygraph.judgement.relevance import MemoryText, relevance_model
@@ -17,6 +18,7 @@ from octygraph.pipeline.nodes._common import timed
 from octygraph.pipeline.state import PipelineState, Record
 from octygraph.pipeline.tools.writes import RESTATEMENT_COSINE, key_tokens, written_by
 from octygraph.store import GraphStore
+from octygraph.text.dates import asked_window
 from octygraph.text.words import reads_as_question
 
 SECTION_ORDER = ("instructions", "facts", "events", "plans", "relationships", "entities")
@@ -158,6 +160,18 @@ def collect(
     probabilities, triggered = model.judge(
         prompt, [MemoryText(nodes[i].content, nodes[i].node_type, nodes[i].scope) for i in ids]
     )
+    # A question about what lies ahead ("What's coming up?") wants the plans of the days it asks
+    # about, which share no words with it: in that window, a plan applies.
+    window = asked_window(prompt, today) if asks else None
+    if window is not None:
+        first, last = window[0].isoformat(), window[1].isoformat()
+        triggered = triggered | np.array(
+            [
+                nodes[i].node_type == "plan" and first <= (nodes[i].valid_from or "")[:10] <= last
+                for i in ids
+            ],
+            dtype=bool,
+        )
     bar = model.threshold if offline else model.threshold * CURATED_BAR_SHARE
     chosen = sorted(
         (
