@@ -690,6 +690,12 @@ CASES = (
         "# sms",
     ),
     (
+        "client-call-upper-hex",
+        "Client('AC0a', '9B8A7C6D5E4F30211F2E3D4C5B6A7980') # sms",
+        "9B8A7C6D",
+        "# sms",
+    ),
+    (
         "far-colon",
         "senha do roteador do escritório do andar 3: Brisa#Mar21, valeu",
         "Brisa#Mar21",

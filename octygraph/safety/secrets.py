@@ -811,7 +811,7 @@ def redact_patterns(text: str) -> tuple[str, int]:
             f"{m.group(1)}{REDACTED}"
             if _strong(m.group(2))
             or _looks_random(m.group(2))
-            or re.fullmatch(r"[0-9a-f]{32,}", m.group(2))
+            or re.fullmatch(r"[0-9a-fA-F]{32,}", m.group(2))
             else None
         ),
         text,
