@@ -511,6 +511,10 @@ CASES = (
     ),
     # PINs and codes by their labels.
     ("sim-pin", "the sim pin of the QA iPhone is 7351", "7351", "QA iPhone"),
+    # A label says what the code unlocks; with or without "is" before the number.
+    ("yubikey-pin", "my yubikey pin 482913 is on the sticky note", "482913", "sticky note"),
+    ("locker-code", "the locker code 5821 opens the cabinet", "5821", "opens the cabinet"),
+    ("user-pin-is", "the kiosk user pin is 778812 for now", "778812", "for now"),
     ("pin-bracket", "my smartcard PIN (582046) expires soon", "582046", "expires soon"),
     ("recovery-bracket", "one backup code left (k3m9-x2p7), what now?", "k3m9-x2p7", "what now?"),
     (
@@ -776,6 +780,7 @@ LOOK_ALIKES = (
     "Users of the admin panel (admin.example.com) are alice / bob",
     "Test signup/login in the browser; if the cookie isn't sent, fix **SameSite/Secure** + CORS.",
     "PIN 2 is ground on the header.",
+    "Connect the card pins to the header, pin 4 to ground.",
     "The PIN was reset in March 2024.",
     "The session cookie expires after 30 days.",
     "Django sets sessionid on login.",

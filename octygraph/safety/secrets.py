@@ -412,21 +412,25 @@ _BACKUP_CODES: Final = re.compile(
     rf"(?:\s*[:=]\s*|\s+(?:are|is|were)\s+))({_CODE}(?:[,;]?\s+{_CODE}|[,;]\s*{_CODE})+)"
 )
 _PIN_VALUE: Final = r"[\"'`]?(\d{4,12}|\d(?:-\d){3,11}|\d{1,2}(?:-\d{1,2}){2,5})(?![\w.,:]\d)"
+# A code's own label: a `PIN` in capitals ("GPIO pin 17" names a pin), or a pin, PUK or code named
+# for what it unlocks. The same labels in both forms below.
+_PIN_LABEL: Final = (
+    r"PINs?|PUKs?|PIN\s+codes?|(?i:(?:sim|yubikey|piv|smart\s?card|card|phone|atm|unlock|admin|user)"
+    r"\s+(?:pins?|puks?)|(?:unlock|sim|piv|admin|user)\s+codes?|pass\s?codes?|pin\s+codes?|combination"
+    r"|(?:door|alarm|disarm|unlock|gate|safe|lock|locker|keypad)\s+codes?)"
+)
 # "the smartcard PIN is 91536274", "door code for the server room: 5821": a number is the secret
-# after a code's own label (a `PIN` in capitals; "GPIO pin 17" names a pin).
+# after its label, a few words on.
 _PIN: Final = re.compile(
-    r"(\b(?:PINs?|PUKs?|PIN\s+codes?|(?i:(?:sim|yubikey|piv|smart\s?card|card|phone|atm)\s+pins?)"
-    r"|(?i:pass\s?codes?|pin\s+codes?|combination|(?:door|alarm|disarm"
-    r"|unlock|gate|safe|lock|locker|keypad)\s+codes?))\b(?:,?[ \t]+(?!(?:is|was|are)\b)[\w'-]+){0,12}?"
+    rf"(\b(?:{_PIN_LABEL})\b(?:,?[ \t]+(?!(?:is|was|are)\b)[\w'-]+){{0,12}}?"
     r"(?:[ \t]*\([^()\n]{0,100}\)|,[^,\n]{0,60},)?"
     r",?(?:[ \t]*[:=][ \t]*|[ \t]+(?:is|was|are)[ \t]+))" + _PIN_VALUE
 )
 # "PIV PIN 270318", "unlock pin 135724", "it unlocks with 902614": a code right after its label.
 _PIN_BARE: Final = re.compile(
-    r"(\b(?:PINs?|PUKs?|(?i:authenticator(?:\s+app)?\s+(?:shows|says|code(?:\s+is)?)"
+    rf"(\b(?:{_PIN_LABEL}|(?i:authenticator(?:\s+app)?\s+(?:shows|says|code(?:\s+is)?)"
     r"|(?:mfa|2fa|otp|totp)\s+code(?:\s+is)?)"
-    r"|(?i:(?:unlock|sim|piv|admin|user)\s+(?:pin|puk|code)|pin\s+code|passcode|combination"
-    r"|(?:door|alarm|gate|safe|lock|keypad)\s+code)|(?i:unlock(?:s|ed)?\s+(?:it\s+)?with"
+    r"|(?i:unlock(?:s|ed)?\s+(?:it\s+)?with"
     r"(?:\s+(?:the\s+)?(?:pin|code|passcode))?))[ \t]+\(?)" + _PIN_VALUE
 )
 # One recovery code or key: "2fa backup code 3kq9-7hx2-m4wp", "recovery key is RK-8WQ2-HT7P-Z3MC".
