@@ -174,6 +174,7 @@ _FLAG_SPACED: Final = re.compile(
 _USER_THEN_PASSWORD: Final = re.compile(rf"((?<=\s)-[uU]\s+[^\s-]\S*\s+-[pP]\s+){_FLAG_VALUE}")
 # `mysql -p name` names a database after prompting for the password: a value there is a password
 # only when it looks like one (`mysql -u root -p s3cr3tPass`).
+_MYSQL_COMMAND: Final = re.compile(_MYSQL)
 _MYSQL_SPACED: Final = re.compile(rf"({_MYSQL}{_CMD_END}-p\s+){_FLAG_VALUE}")
 # A user and password pair: `admin / Hunter2x!`, `deploy:s3cr3tPass`, `root:pw@host`.
 _PAIR: Final = re.compile(
@@ -797,7 +798,7 @@ def redact_patterns(text: str) -> tuple[str, int]:
         lambda m: (
             None
             if _assigned_plain(m.group(2))
-            or re.search(_MYSQL, m.string[: m.start()].rsplit("\n", 1)[-1])
+            or _MYSQL_COMMAND.search(m.string, m.string.rfind("\n", 0, m.start()) + 1, m.start())
             else f"{m.group(1)}{REDACTED}"
         ),
         text,
