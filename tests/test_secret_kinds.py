@@ -513,6 +513,18 @@ CASES = (
     ("sim-pin", "the sim pin of the QA iPhone is 7351", "7351", "QA iPhone"),
     # A label says what the code unlocks; with or without "is" before the number.
     ("yubikey-pin", "my yubikey pin 482913 is on the sticky note", "482913", "sticky note"),
+    (
+        "app-password-far-colon",
+        "google gave me an app password for the SMTP relay: obsk rpma pqba gutr, keep the spaces?",
+        "pqba gutr",
+        "keep the spaces?",
+    ),
+    (
+        "conf-key-value",
+        "[OUTPUT]\n    Name         splunk\n    Splunk_Token 64fe837d-53e3-488c-be37-09eadb8281a6\n    TLS On",
+        "64fe837d-53e3",
+        "Splunk_Token",
+    ),
     ("locker-code", "the locker code 5821 opens the cabinet", "5821", "opens the cabinet"),
     ("user-pin-is", "the kiosk user pin is 778812 for now", "778812", "for now"),
     ("pin-bracket", "my smartcard PIN (582046) expires soon", "582046", "expires soon"),
@@ -781,6 +793,8 @@ LOOK_ALIKES = (
     "Test signup/login in the browser; if the cookie isn't sent, fix **SameSite/Secure** + CORS.",
     "PIN 2 is ground on the header.",
     "Connect the card pins to the header, pin 4 to ground.",
+    "    Splunk_Token ${SPLUNK_HEC_TOKEN}",
+    "auth_token required",
     "The PIN was reset in March 2024.",
     "The session cookie expires after 30 days.",
     "Django sets sessionid on login.",

@@ -289,8 +289,13 @@ _SMB_USER: Final = re.compile(r"((?<=\s)-U\s+[\"']?[^\s%\"']+%)([^\s\"']+)")
 _CHANGED_TO: Final = re.compile(r"(?i)(\b(?:changed|reset|set|updated|rotated)\s+it\s+to\s+)(\S+)")
 # A Google app password, four groups of four letters: `spring.mail.password=dxto wvlk qxxy sxtf`.
 _APP_PASSWORD: Final = re.compile(
-    r"(?i)(\b(?:[\w.-]*password\s*[:=]\s*[\"']?|app\s+password\s+(?:is\s+)?))"
+    r"(?i)(\b(?:[\w.-]*password\s*[:=]\s*[\"']?|app\s+password\b(?:[^\n:]{0,60}:\s*|\s+(?:is\s+)?)))"
     r"([a-z]{4}(?:[ \t][a-z]{4}){3})(?![\w])"
+)
+# `Splunk_Token 64fe837d-...` in a fluent-bit, nginx or sshd-style file: a key named for a secret, a
+# space, and its value alone on the line.
+_CONF_KEY_VALUE: Final = re.compile(
+    r"(?im)^([ \t]*[\w.-]*(?:token|password|passwd|secret|api_?key|auth_?key)[ \t]+)(\S{8,})[ \t]*$"
 )
 # Gradle's `storePassword "x"`, `keyPassword 'x'`: a property named for a password, then its value.
 _CAMEL_PROPERTY: Final = re.compile(
@@ -789,6 +794,18 @@ def redact_patterns(text: str) -> tuple[str, int]:
         ),
         text,
     )
+    text = keep_label(_APP_PASSWORD, text)
+    text = redact_each(
+        _CONF_KEY_VALUE,
+        lambda m: (
+            f"{m.group(1)}{REDACTED}"
+            if _strong(m.group(2))
+            or _looks_random(m.group(2))
+            or re.fullmatch(secret_tokens.UUID, m.group(2))
+            else None
+        ),
+        text,
+    )
     text = sub(_URL_TOKEN_USER, rf"\g<1>{REDACTED}\g<3>", text)
     text = sub(_AT_PAIR, rf"\g<1>{REDACTED}\g<3>", text)
     text = keep_label(_FLAG_ATTACHED, text, flag=True)
@@ -806,7 +823,6 @@ def redact_patterns(text: str) -> tuple[str, int]:
     text = keep_label(_MYSQL_SPACED, text, test=True)
     text = keep_label(_NAMED_IS, text, test=True)
     text = keep_label(_SMB_USER, text, flag=True)
-    text = keep_label(_APP_PASSWORD, text)
     text = keep_label(_NAMED_ARGUMENT, text, flag=True)
     text = keep_label(_KEY_CALL, text, test=True)
     text = keep_label(_CAMEL_PROPERTY, text, flag=True)
