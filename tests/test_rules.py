@@ -291,6 +291,7 @@ def test_resolve_date_relative_to_a_fixed_today(text: str, expected: str | None)
         ("What is planned next month?", ("2026-04-01", "2026-04-30")),
         ("What is on March 20?", ("2026-03-20", "2026-03-20")),
         ("What happened yesterday?", None),
+        ("Can I go ahead and merge?", None),
         ("Who handles Anderson?", None),
     ],
 )

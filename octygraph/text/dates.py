@@ -365,7 +365,7 @@ def lookback_days(text: str) -> int | None:
 AHEAD_DAYS: Final = 14
 """How far "what's coming up?" looks: two weeks, a sprint."""
 _AHEAD: Final = re.compile(
-    r"(?i)\b(?:coming\s+up|upcoming|ahead|deadlines?|due\s+soon|on\s+the\s+(?:calendar|schedule))\b"
+    r"(?i)\b(?:coming\s+up|upcoming|deadlines?|due\s+soon|on\s+the\s+(?:calendar|schedule))\b"
 )
 _THIS_WEEK: Final = re.compile(r"(?i)\b(?:this|the\s+rest\s+of\s+the)\s+week\b")
 
