@@ -629,6 +629,15 @@ def _secret_like(value: str) -> bool:
     return (any(c.isdigit() for c in bare) and len(bare) >= 6) or _looks_random(bare)
 
 
+_HEX_OR_UUID: Final = re.compile(rf"[0-9a-fA-F]{{32,}}|{secret_tokens.UUID}")
+
+
+def _key_value(value: str) -> bool:
+    """What a login call's last argument or a config key named for a secret holds when it is one:
+    a password (`_strong`), a random-looking key, 32 or more hex digits, or a UUID."""
+    return _strong(value) or _looks_random(value) or _HEX_OR_UUID.fullmatch(value) is not None
+
+
 def _strong(value: str) -> bool:
     """A password on its own: letters and digits, and mixed case or a symbol (`s3cr3tPass`)."""
     has = any(c.isalpha() for c in value) and any(c.isdigit() for c in value)
@@ -796,15 +805,7 @@ def redact_patterns(text: str) -> tuple[str, int]:
     )
     text = keep_label(_APP_PASSWORD, text)
     text = redact_each(
-        _CONF_KEY_VALUE,
-        lambda m: (
-            f"{m.group(1)}{REDACTED}"
-            if _strong(m.group(2))
-            or _looks_random(m.group(2))
-            or re.fullmatch(secret_tokens.UUID, m.group(2))
-            else None
-        ),
-        text,
+        _CONF_KEY_VALUE, lambda m: f"{m.group(1)}{REDACTED}" if _key_value(m[2]) else None, text
     )
     text = sub(_URL_TOKEN_USER, rf"\g<1>{REDACTED}\g<3>", text)
     text = sub(_AT_PAIR, rf"\g<1>{REDACTED}\g<3>", text)
@@ -827,15 +828,7 @@ def redact_patterns(text: str) -> tuple[str, int]:
     text = keep_label(_KEY_CALL, text, test=True)
     text = keep_label(_CAMEL_PROPERTY, text, flag=True)
     text = redact_each(
-        _LOGIN_CALL,
-        lambda m: (
-            f"{m.group(1)}{REDACTED}"
-            if _strong(m.group(2))
-            or _looks_random(m.group(2))
-            or re.fullmatch(r"[0-9a-fA-F]{32,}", m.group(2))
-            else None
-        ),
-        text,
+        _LOGIN_CALL, lambda m: f"{m.group(1)}{REDACTED}" if _key_value(m[2]) else None, text
     )
     text = redact_each(
         _QUOTED_PHRASE,
