@@ -159,6 +159,7 @@ _NOT_A_VALUE: Final = frozenset(
 # (`docker run -p 8080:80`, `pytest -p no:cacheprovider`, `ssh -p 2222` keep theirs).
 _CMD_END: Final = r"[^\n|;&]{0,200}?\s"
 _MYSQL: Final = r"\b(?:mysql\w*|mariadb[\w-]*)\b"
+_MYSQL_COMMAND: Final = re.compile(_MYSQL)
 _FLAG_VALUE: Final = r"(?=[^\s-])(\"[^\"\n]*\"|'[^'\n]*'|\S+)"
 _FLAG_ATTACHED: Final = re.compile(rf"({_MYSQL}{_CMD_END}-p){_FLAG_VALUE}")  # mysql -psecret
 _FLAG_SPACED: Final = re.compile(
@@ -174,7 +175,6 @@ _FLAG_SPACED: Final = re.compile(
 _USER_THEN_PASSWORD: Final = re.compile(rf"((?<=\s)-[uU]\s+[^\s-]\S*\s+-[pP]\s+){_FLAG_VALUE}")
 # `mysql -p name` names a database after prompting for the password: a value there is a password
 # only when it looks like one (`mysql -u root -p s3cr3tPass`).
-_MYSQL_COMMAND: Final = re.compile(_MYSQL)
 _MYSQL_SPACED: Final = re.compile(rf"({_MYSQL}{_CMD_END}-p\s+){_FLAG_VALUE}")
 # A user and password pair: `admin / Hunter2x!`, `deploy:s3cr3tPass`, `root:pw@host`.
 _PAIR: Final = re.compile(
