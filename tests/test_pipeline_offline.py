@@ -187,8 +187,8 @@ def test_dated_plan_is_stored_and_surfaces(home: Path, tmp_path: Path) -> None:
 
 
 def test_a_question_about_what_lies_ahead_gets_the_plans_of_those_days(home: Path) -> None:
-    """ "What's coming up?" shares no word with "The payments migration is due next Friday": the
-    plans dated in the days it asks about are given, and a plan outside them is not."""
+    """A question about what lies ahead shares no word with "The payments migration is due next
+    Friday": the plans dated in the days it asks about are given, and a plan outside them is not."""
     settings = Settings.from_env()
     today = date(2026, 11, 16)  # a Monday
     with open_store(settings) as store:
