@@ -47,11 +47,14 @@ Keep = Callable[[str, int, int], bool]
 """(text, start, end) -> whether that token is made to be shown and must stay."""
 
 
-def _classes(token: str) -> int:
-    upper = any(c.isupper() for c in token)
+def _classes(token: str, *, name_like: bool = False) -> int:
+    """How many of upper case, lower case, digits and other characters `token` has. `name_like`
+    discounts what names and prose are made of: a capital that starts the word and the `-_./` of
+    names and paths."""
+    upper = any(c.isupper() for c in (token[1:] if name_like else token))
     lower = any(c.islower() for c in token)
     digit = any(c.isdigit() for c in token)
-    other = any(not c.isalnum() for c in token)
+    other = any(not c.isalnum() and not (name_like and c in "-_./") for c in token)
     return upper + lower + digit + other
 
 
@@ -63,12 +66,7 @@ def scored(token: str) -> bool:
         return False
     if len(token) >= LONG:
         return True
-    core = token.strip("*_#")
-    upper = any(c.isupper() for c in core[1:])
-    lower = any(c.islower() for c in core)
-    digit = any(c.isdigit() for c in core)
-    other = any(not c.isalnum() and c not in "-_./" for c in core)
-    return upper + lower + digit + other >= 2
+    return _classes(token.strip("*_#"), name_like=True) >= 2
 
 
 def candidates(text: str) -> list[tuple[int, int]]:
