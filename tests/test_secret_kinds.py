@@ -729,6 +729,25 @@ CASES = (
         "Qm8Zr2Lp7Vx4Nt9Kw3Hy",
         "请配置",
     ),
+    # A call that reads a secret is code (kept); a literal handed to the call is still a secret.
+    (
+        "default-of-a-lookup",
+        'db_password = os.getenv("DB_PASSWORD", "Xk9mP2vLq7")',
+        "Xk9mP2vLq7",
+        'os.getenv("DB_PASSWORD"',
+    ),
+    (
+        "literal-in-a-constructor",
+        'password = SecretStr("Tr0ub4dor&3")',
+        "Tr0ub4dor&3",
+        "SecretStr(",
+    ),
+    (
+        "typed-assignment",
+        'token: str = "a8F3kLm9Qz2Xw7Rt"',
+        "a8F3kLm9Qz2Xw7Rt",
+        "token: str",
+    ),
 )
 
 
@@ -835,6 +854,17 @@ LOOK_ALIKES = (
     "the CI log shows `token: ***` as expected",
     "README: STRIPE_KEY=sk_live_XXXXXXXXXXXXXXXXXXXXXXXX until you have yours",
     "CORS needs `credentials: true` on both sides",
+    # Code that names a secret without holding one: a lookup, a type, a path, a mask, a time.
+    "db_password = os.environ['DB_PASSWORD'] is how settings.py reads it",
+    'token = getenv("GITHUB_TOKEN") at the top of the script',
+    "def rotate(user: User, new_password: str) -> None:",
+    "the session token expired at 2025-06-01T08:15:30Z according to the logs",
+    "the settings page shows password: ●●●●●●●● until you click reveal",
+    "API_TOKEN: ${API_TOKEN:?missing API_TOKEN} in the compose file",
+    'match Token::Keyword("secret") in the lexer',
+    "Rotate the service role key:\n\n## Steps",
+    "The form sets `ApiKey := 'DEFAULT'` in InitRecord",
+    "1. Get sandbox credentials:\n   - Open the developer portal",
 )
 
 

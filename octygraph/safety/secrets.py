@@ -120,7 +120,7 @@ _STRONG_LABEL: Final = (
 _WEAK_LABEL: Final = r"[\w.-]*(?:key|auth|sig|signature|pass|dsn)"
 # A bare value runs through `&` unless a query parameter follows (`?token=x&page=2`): `pa&ss1` is one value.
 _ASSIGN_VALUE: Final = (
-    r"[\"']?\s*(?:=|:|=>)\s*)(\"[^\"\n]*\"|'[^'\n]*'|(?:[^\s'\";,&]|&(?![\w.-]+=))+)"
+    r"[\"']?\s*(?:=|:(?!:)|=>)\s*)(\"[^\"\n]*\"|'[^'\n]*'|(?:[^\s'\";,&]|&(?![\w.-]+=))+)"
 )
 _KEY_ASSIGN: Final = re.compile(rf"(?i)(\b{_STRONG_LABEL}{_ASSIGN_VALUE}")
 # `"private_key_id": "x"`, `client_secret_value=x`: a strong label with a suffix holds a secret
@@ -138,7 +138,7 @@ _LABELLED: Final = re.compile(
     r"(?i)\b((?:pass(?:word|phrase|wd|code)?|pasword|passwrd|pswd|pwd|pw|secret|api[ _-]?key|access[ _-]?(?:token|key)|"
     r"auth[ _-]?token|private[ _-]?key|secret[ _-]?key|token)"
     r"(?:\s+(?:for|of|on|in|to)\s+(?:the\s+)?[\w.-]+(?:\s+[\w.-]+){0,2}){0,2}"
-    r"\s*(?:[:=]|\bis\b|\bwas\b)\s*)(\"[^\"]+\"|'[^']+'|\S+)"
+    r"\s*(?:=|:(?!:)|\bis\b|\bwas\b)\s*)(\"[^\"]+\"|'[^']+'|\S+)"
 )
 # "password hunter2": a label then, with no separator, a value that is plainly not a word.
 _BARE_LABEL: Final = re.compile(
@@ -333,7 +333,7 @@ _CONNECTOR_WORDS: Final = (
 )
 _PROSE: Final = re.compile(
     rf"(?i)\b((?:{_PROSE_LABEL})\b(?:[ \t]+(?!(?:{_CONNECTOR_WORDS})\b)[\w'-]+(?:\.[\w'-]+)*){{0,6}}?"
-    rf"(?:[ \t]*[:=][ \t]*|[ \t]+(?:{_CONNECTOR_WORDS})[ \t]+)[\"'`]?)([^\s\"'`]+)"
+    rf"(?:[ \t]*(?:=|:(?!:))[ \t]*|[ \t]+(?:{_CONNECTOR_WORDS})[ \t]+)[\"'`]?)([^\s\"'`]+)"
 )
 # "user admin pass X", "kiosk and pass X": `pass` or `pw` right before a password.
 _BARE_PASS: Final = re.compile(
@@ -367,6 +367,28 @@ _NOT_PASSWORD_SHAPE: Final = re.compile(
 dotted name, digest or encoding."""
 
 
+_CODE_REFERENCE: Final = re.compile(
+    r"[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*(?:\(\)|\(\s*(?:[\"'].*)?|\[(?:[\"'].*)?)(?:\.[\w.()\[\]\"']*)?"
+)
+"""`os.environ["DB_PASSWORD"]`, `getenv('TOKEN')`, `read_password()`: code that fetches a secret, not one
+(a bare value ends at its quote: `os.environ[` is one too)."""
+_TYPE_NAME: Final = re.compile(
+    r"(?:Optional\[|Option<)?(?:str|string|String|bytes|SecretStr|SecretBytes|char\[\])[\]>]?[),]*"
+)
+"""`new_password: str`, `token: Optional[str]`: a type, after a parameter's colon."""
+
+
+def _code_not_value(value: str, colon: bool) -> bool:
+    """An unquoted value that is code, not a secret: a call or lookup that fetches one, or (after a
+    colon) a type name."""
+    if value[:1] in "\"'`":
+        return False
+    return _CODE_REFERENCE.fullmatch(value) is not None or (
+        colon and _TYPE_NAME.fullmatch(value) is not None
+    )
+
+
+_DIGIT_COLON: Final = re.compile(r"\d:[ \t]*$")
 _HEX_KEY: Final = re.compile(r"[0-9a-fA-F]{32,}")
 """32 or more hex digits after a secret's label: a key (unlabelled, a commit or a file hash)."""
 
@@ -589,10 +611,17 @@ def _looks_random(token: str) -> bool:
 
 _PLACEHOLDER: Final = re.compile(
     r"<.*|.*\.\.\..*|.*your[-_]?(?:own[-_]?)?(?:key|token|secret|password|api).*"
-    r"|\$\{?[A-Za-z_]\w*\}?|\$\{\{.*|\$\(.*|\{\{.*|%[A-Za-z_]\w*%|[\d.,:]+|\*+|x+|\.+",
+    r"|\$\{?[A-Za-z_]\w*\}?|\$\{[A-Za-z_]\w*:?\?.*|\$\{\{.*|\$\(.*|\{\{.*|%[A-Za-z_]\w*%|[\d.,:]+"
+    r"|\*+|[•●]+|x+|\.+",
     re.IGNORECASE,
 )
-"""Not a value: <your key>, ${API_KEY}, $(gh auth token), {{ secret }}, %PASSWORD%, a number, ***."""
+"""Not a value: <your key>, ${API_KEY}, ${API_KEY:?set it}, $(gh auth token), {{ secret }}, %PASSWORD%, a
+number, ***, ••••."""
+
+
+def _punctuation(value: str) -> bool:
+    """A few marks and no letter or digit: the `")` of code cut off after a label, not a value."""
+    return len(value) <= 3 and not any(c.isalnum() for c in value)
 
 
 def _plain_value(value: str) -> bool:
@@ -601,6 +630,7 @@ def _plain_value(value: str) -> bool:
     return (
         not bare
         or REDACTED in bare
+        or _punctuation(bare)
         or bare.lower() in _NOT_A_VALUE
         or _PLACEHOLDER.fullmatch(bare) is not None
         or _DOC_PLACEHOLDER.search(bare) is not None
@@ -613,6 +643,7 @@ def _assigned_plain(value: str) -> bool:
     return (
         not bare
         or REDACTED in bare
+        or _punctuation(bare)
         or bare.lower() in {"true", "false", "none", "null", "yes", "no", "on", "off"}
         or _PLACEHOLDER.fullmatch(bare) is not None
         or _DOC_PLACEHOLDER.search(bare) is not None
@@ -682,6 +713,8 @@ def _pair_password(text: str, match: re.Match[str]) -> bool:
 
 def _labelled(match: re.Match[str]) -> str:
     label, value = match.group(1), match.group(2)
+    if _code_not_value(value, label.rstrip()[-1:] == ":"):
+        return match.group(0)
     bare = value.strip("\"'.,;")
     is_phrase = re.search(r"(?i)\b(?:is|was)\s*$", label) is not None
     if value[:1] in "\"'":  # a quoted word is the value itself: 'the password is "secret"'
@@ -771,6 +804,8 @@ def redact_patterns(text: str) -> tuple[str, int]:
             # After `=` or a password flag the value is the value: "secret" itself is one; after a
             # colon too, though "password: stored in the vault" says where it is.
             sep = match.group(1).rstrip(" \"'")[-1:]
+            if _code_not_value(secret, sep == ":"):
+                return None
             if test:
                 plain = _plain_value(secret)
             elif flag or sep == "=":
@@ -881,6 +916,8 @@ def redact_patterns(text: str) -> tuple[str, int]:
 
     def prose(match: re.Match[str]) -> str | None:
         value = match.group(2)
+        if value[:1].isdigit() and _DIGIT_COLON.search(match.group(1)):
+            return None  # "token expired at 10:22:05Z": a colon between digits is a time or a port
         # `key`, `token`, `clave` (key), `parola` (word) name other things too: stricter there.
         password = _NOT_PASSWORD_LABEL.match(match.group(1)) is None
         quoted = match.group(1)[-1:] in "\"'`“"  # "requirepass set to `foobared`"
