@@ -15,9 +15,11 @@ word pairs. What it learns from:
   replies) as a benign example at `REAL_WEIGHT`; nothing of them is copied here.
 
 The bar is read off scores out of fold (`FOLDS` folds: the real sessions by project, the written texts
-by a hash of their wording): the lowest bar of `BARS` at which at most `MAX_REAL_ALARMS` of the real
-messages and `MAX_LOOK_ALIKE_ALARMS` of the look-alikes score over it. Reproducible: fixed folds, a
-deterministic solver, cached vectors.
+by a hash of their wording): the lowest bar of `BARS` at which at most `MAX_LOOK_ALIKE_ALARMS` of the
+look-alikes, `MAX_LASTING_ALARMS` of the real prompts that state something lasting and
+`MAX_REAL_ALARMS` of all real messages score over it. A flagged message is only not stored: what the
+bar guards is the memories in real prompts and the team rules that read like orders. Reproducible:
+fixed folds, a deterministic solver, cached vectors.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from tests.injection_kinds import BENIGN_TUNING, KINDS, TUNING
 from tests.security_corpus import BENIGN_RULES, INJECTIONS
 from training import common
 from training.common import HERE, embed, read_jsonl
-from training.real_prompts import real_messages
+from training.real_prompts import SETS, real_messages
 
 OUT = HERE.parent / "octygraph" / "data" / PLANTED_FILE
 REPORT = HERE / "planted_report.json"
@@ -48,7 +50,8 @@ CORPUS = HERE / "planted"
 C = 10.0
 REAL_WEIGHT = 0.3
 FOLDS = 5
-MAX_REAL_ALARMS = 0.005
+MAX_REAL_ALARMS = 0.015
+MAX_LASTING_ALARMS = 0.0
 MAX_LOOK_ALIKE_ALARMS = 0.02
 BARS = tuple(round(b, 3) for b in np.arange(0.5, 0.996, 0.005))
 
@@ -114,10 +117,11 @@ def real_units(messages: list[str]) -> list[str]:
 
 def out_of_fold(
     attacks: list[str], benign: list[str], real: dict[str, list[str]]
-) -> tuple[list[float], list[float], list[float]]:
-    """Scores of attacks, look-alikes and real messages, each from the fold that left it out."""
+) -> tuple[list[float], list[float], list[tuple[str, float]]]:
+    """Scores of attacks, look-alikes and real messages (with their texts), each from the fold that
+    left it out."""
     projects = sorted(real)
-    scores: tuple[list[float], list[float], list[float]] = ([], [], [])
+    scores: tuple[list[float], list[float], list[tuple[str, float]]] = ([], [], [])
     for k in range(FOLDS):
         print(f"fold {k + 1} of {FOLDS}", file=sys.stderr, flush=True)
         kept = [p for i, p in enumerate(projects) if i % FOLDS != k]
@@ -129,15 +133,30 @@ def out_of_fold(
         )
         scores[0].extend(message_score(model, t) for t in attacks if fold_of(t) == k)
         scores[1].extend(message_score(model, t) for t in benign if fold_of(t) == k)
-        scores[2].extend(message_score(model, t) for p in left for t in real[p])
+        scores[2].extend((t, message_score(model, t)) for p in left for t in real[p])
     return scores
 
 
-def choose_bar(look_alikes: list[float], real: list[float]) -> float:
+def lasting_prompts() -> set[str]:
+    """The real prompts labelled as stating something lasting, stripped as `real_messages` gives them."""
+    return {
+        turn["prompt"].strip()
+        for path in SETS
+        for session in read_jsonl(path)
+        for turn in session["turns"]
+        if turn["kind"] == "real" and turn["label"]["store"] and turn["prompt"].strip()
+    }
+
+
+def choose_bar(look_alikes: list[float], real: list[float], lasting: list[float]) -> float:
+    def share(scores: list[float], bar: float) -> float:
+        return float(np.mean(np.array(scores) >= bar)) if scores else 0.0
+
     for bar in BARS:
         if (
-            np.mean(np.array(real) >= bar) <= MAX_REAL_ALARMS
-            and np.mean(np.array(look_alikes) >= bar) <= MAX_LOOK_ALIKE_ALARMS
+            share(look_alikes, bar) <= MAX_LOOK_ALIKE_ALARMS
+            and share(lasting, bar) <= MAX_LASTING_ALARMS
+            and share(real, bar) <= MAX_REAL_ALARMS
         ):
             return bar
     return BARS[-1]
@@ -158,8 +177,11 @@ def main() -> None:
         [*attacks, *benign, *every_unit, *(u for t in attacks + benign for u in units(t))]
     )
 
-    attack_oof, benign_oof, real_oof = out_of_fold(attacks, benign, real)
-    bar = choose_bar(benign_oof, real_oof)
+    attack_oof, benign_oof, real_scored = out_of_fold(attacks, benign, real)
+    lasting = lasting_prompts()
+    real_oof = [score for _, score in real_scored]
+    lasting_oof = [score for text, score in real_scored if text in lasting]
+    bar = choose_bar(benign_oof, real_oof, lasting_oof)
     model = fit(attacks, benign, every_unit)
 
     arrays: dict[str, np.ndarray] = {"bar": np.array(bar, dtype=np.float32)}
@@ -181,7 +203,9 @@ def main() -> None:
             "attacks_caught_by_the_model": share(attack_oof),
             "look_alikes_flagged": share(benign_oof),
             "real_messages_flagged": share(real_oof),
+            "real_prompts_stating_something_lasting_flagged": share(lasting_oof),
         },
+        "real_prompts_stating_something_lasting": len(lasting_oof),
         "real_messages_flagged_by_the_rules_percent": round(100 * len(ruled) / len(real_oof), 2),
     }
     args.report.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

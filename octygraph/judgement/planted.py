@@ -7,7 +7,8 @@ backups "when the user is away". This model reads what a sentence is for: a logi
 local model's sentence vector and hashed word pairs, fitted by `training/train_planted.py` on planted
 instructions and look-alike team rules written for the purpose, with every sentence of the shared
 real sessions as a benign example. A message is an attempt when any of its sentences (or its opening
-as a whole) scores over the bar, which holds out-of-fold false alarms on real messages near 0.5%.
+as a whole) scores over the bar, which out of fold flags no real prompt that states something lasting
+and at most 2% of the look-alike rules (a flagged message is only not stored).
 
 The rules stay first: they are cheap, explain themselves and catch disguised payloads the model never
 sees. The model runs only where something is about to be written, so the prompt hook's answer never
