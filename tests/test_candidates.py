@@ -8,6 +8,7 @@ OCTYBOT_HOME, offline.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -171,6 +172,54 @@ def test_two_candidates_of_one_session_that_say_the_same_are_settled_once(claude
         kept, merged = store.get_node(first.id), store.get_node(second.id)
     assert kept is not None and not candidates.is_candidate(kept)
     assert merged is not None and review.status(merged) == "archived"
+
+
+def test_a_candidate_nobody_used_leaves_the_review_list_after_its_days(store: MemoryStore) -> None:
+    from octygraph.memory.candidate_review import expire_unused, list_candidates
+
+    unused = store.add_node("instruction", UNSURE, attributes=candidates.candidate_attributes(0.4))
+    used = store.add_node(
+        "fact", "The staging box is slow.", attributes=candidates.candidate_attributes(0.3)
+    )
+    ordinary = store.add_node("fact", "Peter handles the Anderson account.")
+    store.set_attributes(used.id, access_count=1)  # given once: not yet confirmed, but used
+    soon, later = datetime.now(UTC) + timedelta(days=29), datetime.now(UTC) + timedelta(days=31)
+    assert expire_unused(store, 30, now=soon) == []
+    assert expire_unused(store, 0, now=later) == []  # 0: candidates wait for ever
+    assert expire_unused(store, 30, now=later) == [unused.id]
+    gone = store.get_node(unused.id)
+    assert (
+        gone is not None and review.status(gone) == "archived" and "expired_at" in gone.attributes
+    )
+    assert [n.id for n in list_candidates(store)] == [used.id]
+    kept = store.get_node(ordinary.id)
+    assert kept is not None and not kept.superseded_by
+    # Nothing is lost: restored, it is a candidate awaiting review again.
+    store.restore_node(unused.id)
+    assert {n.id for n in list_candidates(store)} == {unused.id, used.id}
+
+
+@pytest.mark.slow
+def test_a_session_end_archives_candidates_left_unused_past_the_setting(
+    claude_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_store(Settings.from_env()) as store:
+        old = store.add_node(
+            "instruction",
+            UNSURE,
+            attributes=candidates.candidate_attributes(0.4),
+            created_at="2020-01-02 03:04:05",
+        )
+    monkeypatch.setenv("OCTY_CANDIDATE_DAYS", "0")
+    assert end("s1") == (0, "")
+    with open_store(Settings.from_env(), create=False) as store:
+        waiting = store.get_node(old.id)
+    assert waiting is not None and candidates.is_candidate(waiting) and not waiting.superseded_by
+    monkeypatch.delenv("OCTY_CANDIDATE_DAYS")  # the default: 30 days
+    assert end("s2") == (0, "")
+    with open_store(Settings.from_env(), create=False) as store:
+        expired = store.get_node(old.id)
+    assert expired is not None and review.status(expired) == "archived"
 
 
 def test_a_correction_of_a_candidate_is_an_ordinary_memory(store: MemoryStore) -> None:

@@ -43,6 +43,17 @@ def positive_int(raw: str) -> int:
     return int(positive_float(raw))
 
 
+def days_or_never(raw: str) -> float:
+    """A number of days, or 0 for never."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingValueError(f"must be a number of days (0: never), got {raw!r}") from None
+    if not 0 <= value < float("inf"):
+        raise SettingValueError(f"must be 0 (never) or more days, got {raw!r}")
+    return value
+
+
 def flag(raw: str) -> bool:
     return raw.strip().lower() not in ("", "0", "false", "no", "off")
 
@@ -137,6 +148,13 @@ TABLE: tuple[Setting, ...] = (
     # Retention of debug traces and their checkpoints
     Setting("OCTY_TRACE_KEEP", "500", positive_int, _R, "debug traces (and checkpoints) kept"),
     Setting("OCTY_TRACE_MAX_DAYS", "30", positive_float, _R, "days a debug trace is kept"),
+    Setting(
+        "OCTY_CANDIDATE_DAYS",
+        "30",
+        days_or_never,
+        _R,
+        "days an unused candidate waits for review before it is archived (0: never)",
+    ),
     # Read from the service's own environment
     Setting("OCTY_OPENROUTER_BASE_URL", None, text, _S, "OpenRouter base URL override"),
     Setting("OCTY_CF_BASE_URL", None, text, _S, "Workers AI base URL override"),

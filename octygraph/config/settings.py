@@ -240,6 +240,7 @@ class Settings:
     debug: bool = table.default("OCTY_DEBUG")
     trace_keep: int = table.default("OCTY_TRACE_KEEP")
     trace_max_days: float = table.default("OCTY_TRACE_MAX_DAYS")
+    candidate_days: float = table.default("OCTY_CANDIDATE_DAYS")
 
     @classmethod
     def from_env(
@@ -291,6 +292,7 @@ class Settings:
             debug=_parsed(env, "OCTY_DEBUG"),
             trace_keep=_parsed(env, "OCTY_TRACE_KEEP"),
             trace_max_days=_parsed(env, "OCTY_TRACE_MAX_DAYS"),
+            candidate_days=_parsed(env, "OCTY_CANDIDATE_DAYS"),
         )
 
     @property

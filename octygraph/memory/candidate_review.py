@@ -6,8 +6,11 @@ through these functions, so the two agree on what can be approved and say so in 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from octygraph.memory.candidates import confirm, is_candidate
 from octygraph.store import ARCHIVED, AdminStore, Node, StoreError
+from octygraph.store.model import TIME_FORMAT, utcnow
 
 
 class NotACandidate(StoreError):
@@ -18,6 +21,22 @@ def list_candidates(store: AdminStore, limit: int | None = 200) -> list[Node]:
     """Current candidate memories, newest first (the store's order: by time, then insertion)."""
     found = [n for n in store.list_nodes(limit=None, include_superseded=False) if is_candidate(n)]
     return found if limit is None else found[:limit]
+
+
+def expire_unused(store: AdminStore, days: float, now: datetime | None = None) -> list[str]:
+    """Archive the candidates stored more than `days` ago that nobody approved, restated or was given
+    since: they stop waiting for review (`memory restore` brings one back). Their ids; none when
+    `days` is 0."""
+    if days <= 0:
+        return []
+    cutoff = ((now or datetime.now(UTC)) - timedelta(days=days)).strftime(TIME_FORMAT)
+    expired = []
+    for node in list_candidates(store, None):
+        if node.created_at and node.created_at < cutoff and not node.attributes.get("access_count"):
+            store.set_attributes(node.id, expired_at=utcnow())
+            store.archive_node(node.id)
+            expired.append(node.id)
+    return expired
 
 
 def approvable(node: Node) -> Node:

@@ -232,13 +232,7 @@ class Upkeep:
             self._sessions.pop(session.path, None)
             self.settled_sessions += 1
             log.info(
-                "session %s settled without its SessionEnd: %d candidates confirmed, %d merged, "
-                "%d judged kept, %d judged dropped",
-                session.path.stem,
-                len(done.confirmed),
-                len(done.merged),
-                len(done.judged_kept),
-                len(done.judged_dropped),
+                "session %s settled without its SessionEnd: %s", session.path.stem, done.summary()
             )
 
     async def _consolidate(
@@ -273,7 +267,9 @@ class Upkeep:
             # Made on the service's loop: the judge's calls run there while `consolidate` waits for
             # them in a worker thread.
             judge = session_judge(settings, known.transcript_path)
-            settled = await asyncio.to_thread(consolidate, store, ids, judge=judge)
+            settled = await asyncio.to_thread(
+                consolidate, store, ids, judge=judge, expire_after_days=settings.candidate_days
+            )
         if judge is not None:
             await asyncio.to_thread(record_judged, settings, log_path.stem, judge, settled)
         return settled

@@ -13,6 +13,10 @@ with the whole session in view, in one structured call: kept (confirmed, `confir
 that fails, runs out of time or answers nonsense changes nothing: the pass above is all that happened.
 The judge's tokens are billed like a prompt's: `record_judged` writes them in a trace of their own (event
 `session-end`, layer `curation`), which the usage page and the usage report count.
+
+Last, a candidate of any session that nobody approved, restated or was given within `OCTY_CANDIDATE_DAYS`
+(30) of being stored is archived too (`expired_at` says when): the review list holds what is still
+worth a look, and nothing is lost.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from octygraph.llm.errors import LLMConfigError
 from octygraph.llm.factory import make_chat_model
 from octygraph.llm.structured import structured_call
 from octygraph.llm.usage import LAYER_KEY, UsageTracker
+from octygraph.memory.candidate_review import expire_unused
 from octygraph.memory.candidates import confirm, is_candidate
 from octygraph.memory.uses import record_access, write_noted
 from octygraph.pipeline.prompts import JUDGE_CANDIDATES_SYSTEM, JUDGE_CANDIDATES_USER
@@ -91,12 +96,31 @@ class Settled:
     judged_kept: list[str] = field(default_factory=list)
     judged_dropped: list[str] = field(default_factory=list)
     """Candidates the judge found not worth remembering: archived."""
+    expired: list[str] = field(default_factory=list)
+    """Candidates of any session that waited longer than their time unused: archived."""
+
+    def changed(self) -> bool:
+        return any(
+            (self.confirmed, self.merged, self.judged_kept, self.judged_dropped, self.expired)
+        )
+
+    def summary(self) -> str:
+        return (
+            f"{len(self.confirmed)} candidates confirmed, {len(self.merged)} merged, "
+            f"{len(self.judged_kept)} judged kept, {len(self.judged_dropped)} judged dropped, "
+            f"{len(self.expired)} expired"
+        )
 
 
 def consolidate(
-    store: AdminStore, session_ids: Iterable[str], *, judge: CandidateJudge | None = None
+    store: AdminStore,
+    session_ids: Iterable[str],
+    *,
+    judge: CandidateJudge | None = None,
+    expire_after_days: float = 0,
 ) -> Settled:
-    """Settle the candidates among `session_ids` (what one session stored); see the module doc.
+    """Settle the candidates among `session_ids` (what one session stored), and archive any candidate
+    left unused for `expire_after_days` (`OCTY_CANDIDATE_DAYS`; 0: never); see the module doc.
 
     Call it off the event loop (it does database work, and the judge may wait for an LLM).
     """
@@ -108,6 +132,7 @@ def consolidate(
     _merge_restatements(store, stored_order, settled)
     if judge is not None:
         _judge(store, list(stored_order), judge, settled)
+    settled.expired = expire_unused(store, expire_after_days)
     return settled
 
 

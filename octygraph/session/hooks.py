@@ -459,20 +459,15 @@ async def _session_end(
         if getattr(store, "read_only", False):
             return
         judge = session_judge(settings, end.transcript_path) if ids else None
-        settled = await asyncio.to_thread(consolidate, store, ids, judge=judge)
+        settled = await asyncio.to_thread(
+            consolidate, store, ids, judge=judge, expire_after_days=settings.candidate_days
+        )
     if judge is not None:
         await asyncio.to_thread(record_judged, settings, end.session_id, judge, settled)
     # Said where the pass ran, so the service's idle pass never settles this session again.
     await asyncio.to_thread(session.mark_settled, ids)
-    if settled.confirmed or settled.merged or settled.judged_kept or settled.judged_dropped:
-        log.info(
-            "session %s ended: %d candidates confirmed, %d merged, %d judged kept, %d judged dropped",
-            end.session_id,
-            len(settled.confirmed),
-            len(settled.merged),
-            len(settled.judged_kept),
-            len(settled.judged_dropped),
-        )
+    if settled.changed():
+        log.info("session %s ended: %s", end.session_id, settled.summary())
 
 
 async def _answer(

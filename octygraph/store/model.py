@@ -132,8 +132,12 @@ def new_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+"""How the store writes times (UTC): their text sorts as they do."""
+
+
 def utcnow() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.now(UTC).strftime(TIME_FORMAT)
 
 
 def validate_node(node_type: str, subtype: str | None) -> None:

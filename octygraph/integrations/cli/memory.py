@@ -857,7 +857,10 @@ def memory_review(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100_000, help="How many.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """List candidate memories, newest first: statements the storage verdict was unsure of."""
+    """List candidate memories, newest first: statements the storage verdict was unsure of.
+
+    One unused for OCTY_CANDIDATE_DAYS (30) is archived at a session's end; memory restore undoes it.
+    """
     from rich.table import Table
     from rich.text import Text
 
