@@ -1,4 +1,5 @@
-"""Reviewing candidate memories by hand: list them, approve them (`octygraph.memory.candidates` says what they are).
+"""Reviewing candidate memories: list them, approve them, retire those left waiting unused
+(`octygraph.memory.candidates` says what they are).
 
 The CLI (`octygraph memory review`, `memory approve`) and the review page's Candidates tab both go
 through these functions, so the two agree on what can be approved and say so in the same words.
