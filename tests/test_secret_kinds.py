@@ -743,6 +743,12 @@ CASES = (
         "SecretStr(",
     ),
     (
+        "secret-key-after-its-label",
+        "the secret key is sk_live_51HqLyjWDarjtT1zdp7dcXeY2ziGmSnRbhTZ2yq, keep it out of the page",
+        "sk_live_51Hq",
+        "keep it out",
+    ),
+    (
         "typed-assignment",
         'token: str = "a8F3kLm9Qz2Xw7Rt"',
         "a8F3kLm9Qz2Xw7Rt",
@@ -865,6 +871,9 @@ LOOK_ALIKES = (
     "Rotate the service role key:\n\n## Steps",
     "The form sets `ApiKey := 'DEFAULT'` in InitRecord",
     "1. Get sandbox credentials:\n   - Open the developer portal",
+    # Keys made to be shown stay, even after a label.
+    "Mapbox public token for the store locator: pk.eyJ1IjoibG9jYXRvciIsImEiOiJjbDBleGFtcGxlIn0.Qw8Er4Ty6Ui2Op0As9Df1G",
+    "the publishable key is pk_live_51HqLyjWDarjtT1zdp7dcXeY2ziGmSnRbhTZ2yq in the checkout page",
 )
 
 

@@ -631,6 +631,7 @@ def _plain_value(value: str) -> bool:
         not bare
         or REDACTED in bare
         or _punctuation(bare)
+        or _PUBLIC_TOKEN.match(bare) is not None  # made to be shown: `pk_live_...`, `pk.eyJ...`
         or bare.lower() in _NOT_A_VALUE
         or _PLACEHOLDER.fullmatch(bare) is not None
         or _DOC_PLACEHOLDER.search(bare) is not None
