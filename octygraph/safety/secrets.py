@@ -619,36 +619,41 @@ _PLACEHOLDER: Final = re.compile(
 number, ***, ••••."""
 
 
-def _punctuation(value: str) -> bool:
-    """A few marks and no letter or digit: the `")` of code cut off after a label, not a value."""
-    return len(value) <= 3 and not any(c.isalnum() for c in value)
+def _no_value(bare: str) -> bool:
+    """No value wherever it stands (`bare` without its quotes): empty, redacted already, a few marks
+    and no letter or digit (the `")` of code cut off after a label), or a placeholder or number."""
+    return (
+        not bare
+        or REDACTED in bare
+        or (len(bare) <= 3 and not any(c.isalnum() for c in bare))
+        or _PLACEHOLDER.fullmatch(bare) is not None
+        or _DOC_PLACEHOLDER.search(bare) is not None
+    )
 
 
 def _plain_value(value: str) -> bool:
     """Not a secret: empty, a placeholder, a number, or a word such as `true` or `stored`."""
     bare = value.strip("\"'`")
     return (
-        not bare
-        or REDACTED in bare
-        or _punctuation(bare)
+        _no_value(bare)
         or _PUBLIC_TOKEN.match(bare) is not None  # made to be shown: `pk_live_...`, `pk.eyJ...`
         or bare.lower() in _NOT_A_VALUE
-        or _PLACEHOLDER.fullmatch(bare) is not None
-        or _DOC_PLACEHOLDER.search(bare) is not None
     )
 
 
 def _assigned_plain(value: str) -> bool:
     """Not a secret after `=`: a placeholder, a number or a flag word; "secret" itself is one."""
     bare = value.strip("\"'`")
-    return (
-        not bare
-        or REDACTED in bare
-        or _punctuation(bare)
-        or bare.lower() in {"true", "false", "none", "null", "yes", "no", "on", "off"}
-        or _PLACEHOLDER.fullmatch(bare) is not None
-        or _DOC_PLACEHOLDER.search(bare) is not None
-    )
+    return _no_value(bare) or bare.lower() in {
+        "true",
+        "false",
+        "none",
+        "null",
+        "yes",
+        "no",
+        "on",
+        "off",
+    }
 
 
 def _secret_like(value: str) -> bool:
