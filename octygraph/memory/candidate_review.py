@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from octygraph.memory.candidates import confirm, is_candidate
+from octygraph.memory.uses import access_count
 from octygraph.store import ARCHIVED, AdminStore, Node, StoreError
 from octygraph.store.model import TIME_FORMAT, utcnow
 
@@ -33,7 +34,7 @@ def expire_unused(store: AdminStore, days: float, now: datetime | None = None) -
     cutoff = ((now or datetime.now(UTC)) - timedelta(days=days)).strftime(TIME_FORMAT)
     expired = []
     for node in list_candidates(store, None):
-        if node.created_at and node.created_at < cutoff and not node.attributes.get("access_count"):
+        if node.created_at and node.created_at < cutoff and not access_count(node):
             store.set_attributes(node.id, expired_at=utcnow())
             store.archive_node(node.id)
             expired.append(node.id)
