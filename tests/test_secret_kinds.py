@@ -754,6 +754,30 @@ CASES = (
         "a8F3kLm9Qz2Xw7Rt",
         "token: str",
     ),
+    (
+        "snmp-community-flag",
+        "snmpget -v2c -c wh1te-r4bbit 192.168.4.20 sysUpTime.0 times out",
+        "wh1te-r4bbit",
+        "sysUpTime.0",
+    ),
+    (
+        "password-piped-to-stdin",
+        "echo 'quartz-Lamp77' | podman login registry.acme.dev -u ci --password-stdin",
+        "quartz-Lamp77",
+        "--password-stdin",
+    ),
+    (
+        "docker-hub-token",
+        "the CI uses dckr_pat_Q3vLx9ZrT8mKw2PbYc7NdA4fHs for pulls",
+        "dckr_pat_Q3vLx9",
+        "for pulls",
+    ),
+    (
+        "key-label-with-an-aside",
+        "HMAC key for the webhooks (hex, 32 bytes): 9f2c7a61d04be8359a7c1e66f0d2b84a3c5e917d20fa6b48c3d1e7a9b5f02c68",
+        "9f2c7a61d04be835",
+        "HMAC key for the webhooks",
+    ),
 )
 
 
@@ -871,6 +895,13 @@ LOOK_ALIKES = (
     "Rotate the service role key:\n\n## Steps",
     "The form sets `ApiKey := 'DEFAULT'` in InitRecord",
     "1. Get sandbox credentials:\n   - Open the developer portal",
+    'resource "aws_rds_cluster" "db" {\n  master_password = var.master_password\n}',
+    "the login form sets password: this.password before it posts",
+    "aws secretsmanager describe-secret --secret-id arn:aws:secretsmanager:us-east-1:210987654321:secret:billing/api-Qa9Zx1",
+    "Stripe shows the restricted key as rk_live_••••••••9Xq2 in the dashboard",
+    "password_encryption = scram-sha-256 in postgresql.conf",
+    "token_ttl = 3600 and password_min_length = 14 in the auth settings",
+    'echo "$REGISTRY_PASSWORD" | docker login -u ci --password-stdin',
     # Keys made to be shown stay, even after a label.
     "Mapbox public token for the store locator: pk.eyJ1IjoibG9jYXRvciIsImEiOiJjbDBleGFtcGxlIn0.Qw8Er4Ty6Ui2Op0As9Df1G",
     "the publishable key is pk_live_51HqLyjWDarjtT1zdp7dcXeY2ziGmSnRbhTZ2yq in the checkout page",

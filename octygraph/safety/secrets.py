@@ -42,6 +42,7 @@ _TOKEN_PATTERNS: Final[tuple[str, ...]] = (
     r"\bGOCSPX-[A-Za-z0-9_-]{20,}",  # Google OAuth client secret
     r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
     r"\bnpm_[A-Za-z0-9]{30,}",
+    r"\bdckr_pat_[A-Za-z0-9_-]{20,}",  # Docker Hub
     r"\bpypi-[A-Za-z0-9_-]{40,}",  # package index upload token
     r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",  # SendGrid
     r"\b(?:AC|SK)[0-9a-fA-F]{32}\b",  # Twilio account SID / API key
@@ -129,8 +130,12 @@ _SUFFIXED_ASSIGN: Final = re.compile(rf"(?i)(\b{_STRONG_LABEL}[\w.-]+{_ASSIGN_VA
 # ... but not one that names something about the secret (`TOKENIZER_SHA256`, `SECRET_NAMES`).
 _METADATA_SUFFIX: Final = re.compile(
     r"(?i)(?:names?|paths?|relpath|files?|dir|urls?|sha\d*|hash|digest|checksum|types?|count|len"
-    r"|length|size|env|var|field|header|prefix|suffix|hint)[\"']?\s*(?:=|:|=>)\s*$"
+    r"|length|size|env|var|field|header|prefix|suffix|hint|encryption|algorithm|algo|policy|scheme"
+    r"|method|timeout|ttl|expiry|lifetime|rounds|iterations|cost|min|max|minimum|maximum|complexity"
+    r"|strength|format|mode|enabled|required)[\"']?\s*(?:=|:|=>)\s*$"
 )
+_ARN_BEFORE: Final = re.compile(r"\barn:[^\s\"']*$")
+"""`arn:aws:secretsmanager:...:secret:prod/db`: inside an ARN, `secret:` names a secret, it holds none."""
 _CODE_VALUE: Final = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[\w.-]+/[\w./-]+\.\w+")
 """`table.SECRET_NAMES`, `embeddings/data/tokenizer.json`: a name or a file, not a value."""
 _WEAK_ASSIGN: Final = re.compile(rf"(?i)(\b{_WEAK_LABEL}{_ASSIGN_VALUE}")
@@ -168,7 +173,12 @@ _FLAG_SPACED: Final = re.compile(
     rf"|\b(?:plink|pscp|psftp)\b{_CMD_END}-pw\s+|\bredis-cli\b{_CMD_END}-a\s+"
     rf"|\b(?:keytool|jarsigner)\b{_CMD_END}-(?:src|dest)?(?:store|key)pass(?::(?!env\b|file\b)\w+)?\s+"
     rf"|\bunlock-keychain\b{_CMD_END}-p\s+|\bbundle\s+config\s+(?:--\w+\s+)*[\w-]+(?:\.[\w-]+)+\s+"
+    rf"|\bsnmp\w*\b{_CMD_END}-c\s+|--community(?:\s+|=)"  # an SNMP community string
     rf"|--pass(?:word|wd)?(?:\s+|=)){_FLAG_VALUE}"
+)
+# `echo 'x' | docker login -u me --password-stdin`: what is echoed into a password prompt.
+_STDIN_PASSWORD: Final = re.compile(
+    r"(\b(?:echo|printf)[ \t]+(?:-n[ \t]+)?)(\"[^\"\n]*\"|'[^'\n]*'|[^\s|]+)(?=[ \t]*\|[^\n]*--password-stdin)"
 )
 # `racadm -u root -p calvin`, `mosquitto_pub -u x -P y`: a password flag right after a user flag
 # (but `mysql -u root -p billing` names a database, judged below).
@@ -333,6 +343,7 @@ _CONNECTOR_WORDS: Final = (
 )
 _PROSE: Final = re.compile(
     rf"(?i)\b((?:{_PROSE_LABEL})\b(?:[ \t]+(?!(?:{_CONNECTOR_WORDS})\b)[\w'-]+(?:\.[\w'-]+)*){{0,6}}?"
+    r"(?:[ \t]*\([^()\n]{0,40}\))?"  # "AES key for the backups (32 bytes, hex): ..."
     rf"(?:[ \t]*(?:=|:(?!:))[ \t]*|[ \t]+(?:{_CONNECTOR_WORDS})[ \t]+)[\"'`]?)([^\s\"'`]+)"
 )
 # "user admin pass X", "kiosk and pass X": `pass` or `pw` right before a password.
@@ -378,13 +389,22 @@ _TYPE_NAME: Final = re.compile(
 """`new_password: str`, `token: Optional[str]`: a type, after a parameter's colon."""
 
 
+_VARIABLE_REFERENCE: Final = re.compile(
+    r"(?:var|local|data|module|self|this|cls|settings|config|conf|cfg|env|process\.env|secrets|vars"
+    r"|inputs|params|props|args|opts|options)(?:\.[A-Za-z_][\w-]*)+[,;]?"
+)
+"""`var.db_password` (Terraform), `self.password`, `settings.SECRET_KEY`: a variable that holds one."""
+
+
 def _code_not_value(value: str, colon: bool) -> bool:
-    """An unquoted value that is code, not a secret: a call or lookup that fetches one, or (after a
-    colon) a type name."""
+    """An unquoted value that is code, not a secret: a call, lookup or variable that fetches one,
+    or (after a colon) a type name."""
     if value[:1] in "\"'`":
         return False
-    return _CODE_REFERENCE.fullmatch(value) is not None or (
-        colon and _TYPE_NAME.fullmatch(value) is not None
+    return (
+        _CODE_REFERENCE.fullmatch(value) is not None
+        or _VARIABLE_REFERENCE.fullmatch(value) is not None
+        or (colon and _TYPE_NAME.fullmatch(value) is not None)
     )
 
 
@@ -612,11 +632,11 @@ def _looks_random(token: str) -> bool:
 _PLACEHOLDER: Final = re.compile(
     r"<.*|.*\.\.\..*|.*your[-_]?(?:own[-_]?)?(?:key|token|secret|password|api).*"
     r"|\$\{?[A-Za-z_]\w*\}?|\$\{[A-Za-z_]\w*:?\?.*|\$\{\{.*|\$\(.*|\{\{.*|%[A-Za-z_]\w*%|[\d.,:]+"
-    r"|\*+|[•●]+|x+|\.+",
+    r"|\*+|[•●]+|x+|\.+|.*[*•●]{4,}.*",
     re.IGNORECASE,
 )
 """Not a value: <your key>, ${API_KEY}, ${API_KEY:?set it}, $(gh auth token), {{ secret }}, %PASSWORD%, a
-number, ***, ••••."""
+number, ***, ••••, a masked key (`sk_live_****4242`)."""
 
 
 def _no_value(bare: str) -> bool:
@@ -717,9 +737,17 @@ def _pair_password(text: str, match: re.Match[str]) -> bool:
     return _strong(value)
 
 
+def _inside_arn(text: str, position: int) -> bool:
+    """Whether `position` is inside an ARN (`arn:aws:secretsmanager:...:secret:prod/db-Xb7kQ2`): a
+    resource's name, with `secret:` in it, and no secret."""
+    return _ARN_BEFORE.search(text[max(0, position - 120) : position]) is not None
+
+
 def _labelled(match: re.Match[str]) -> str:
     label, value = match.group(1), match.group(2)
-    if _code_not_value(value, label.rstrip()[-1:] == ":"):
+    if _code_not_value(value, label.rstrip()[-1:] == ":") or _inside_arn(
+        match.string, match.start(2)
+    ):
         return match.group(0)
     bare = value.strip("\"'.,;")
     is_phrase = re.search(r"(?i)\b(?:is|was)\s*$", label) is not None
@@ -810,7 +838,7 @@ def redact_patterns(text: str) -> tuple[str, int]:
             # After `=` or a password flag the value is the value: "secret" itself is one; after a
             # colon too, though "password: stored in the vault" says where it is.
             sep = match.group(1).rstrip(" \"'")[-1:]
-            if _code_not_value(secret, sep == ":"):
+            if _code_not_value(secret, sep == ":") or _inside_arn(match.string, match.start(2)):
                 return None
             if test:
                 plain = _plain_value(secret)
@@ -852,6 +880,7 @@ def redact_patterns(text: str) -> tuple[str, int]:
     text = sub(_AT_PAIR, rf"\g<1>{REDACTED}\g<3>", text)
     text = keep_label(_FLAG_ATTACHED, text, flag=True)
     text = keep_label(_FLAG_SPACED, text, flag=True)
+    text = keep_label(_STDIN_PASSWORD, text, flag=True)
     text = redact_each(
         _USER_THEN_PASSWORD,
         lambda m: (
@@ -903,7 +932,11 @@ def redact_patterns(text: str) -> tuple[str, int]:
     def suffixed(match: re.Match[str]) -> str | None:
         value = match.group(2)
         bare = value.strip("\"'")
-        if _METADATA_SUFFIX.search(match.group(1)) or _CODE_VALUE.fullmatch(bare):
+        if (
+            _METADATA_SUFFIX.search(match.group(1))
+            or _CODE_VALUE.fullmatch(bare)
+            or _inside_arn(match.string, match.start(2))
+        ):
             return None
         if not _prose_secret(bare):
             return None
@@ -924,6 +957,8 @@ def redact_patterns(text: str) -> tuple[str, int]:
         value = match.group(2)
         if value[:1].isdigit() and _DIGIT_COLON.search(match.group(1)):
             return None  # "token expired at 10:22:05Z": a colon between digits is a time or a port
+        if _inside_arn(match.string, match.start(2)):
+            return None
         # `key`, `token`, `clave` (key), `parola` (word) name other things too: stricter there.
         password = _NOT_PASSWORD_LABEL.match(match.group(1)) is None
         quoted = match.group(1)[-1:] in "\"'`“"  # "requirepass set to `foobared`"
@@ -1052,8 +1087,8 @@ _RECORD_ID: Final = re.compile(rf"(?i)\d{{4}}-?\d{{2}}-?\d{{2}}T\d|{secret_token
 
 def published(text: str, start: int, end: int) -> bool:
     """Whether the token at `text[start:end]` is made to be shown: a digest, a fingerprint, a public
-    or publishable key, an object id, a time stamp or UUID, or the value of a name for a hash or a
-    file. The patterns keep these; the learned model (`secret_tokens`) must too."""
+    or publishable key, an object id, a time stamp or UUID, the value of a name for a hash or a
+    file, or part of an ARN. The patterns keep these; the learned model (`secret_tokens`) must too."""
     token, before = text[start:end], text[max(0, start - 24) : start]
     return bool(
         _PUBLIC_TOKEN.match(token)
@@ -1063,6 +1098,7 @@ def published(text: str, start: int, end: int) -> bool:
         or _PUBLIC_BEFORE.search(before)
         or _COMMIT_CUE.search(before)
         or _METADATA_SUFFIX.search(before.rstrip("\"'"))
+        or _inside_arn(text, start)
     )
 
 
