@@ -180,6 +180,25 @@ _FLAG_SPACED: Final = re.compile(
 _STDIN_PASSWORD: Final = re.compile(
     r"(\b(?:echo|printf)[ \t]+(?:-n[ \t]+)?)(\"[^\"\n]*\"|'[^'\n]*'|[^\s|]+)(?=[ \t]*\|[^\n]*--password-stdin)"
 )
+# An expect script answering a password prompt: `expect "Enter passphrase"` then `send "x\r"`.
+_EXPECT_SEND: Final = re.compile(
+    r"(?i)(\bexpect[ \t]+[^\n]*(?:pass(?:word|phrase)?|pin\b|token|secret)[^\n]*\n[ \t]*send[ \t]+"
+    r"(?:--[ \t]+)?[\"'{])([^\"'}\n]+?)(?=(?:\\r|\\n)?[\"'}])"
+)
+# A command that prints a secret, then its output alone on the next line: `cat config/master.key`,
+# `kubectl get secret x -o jsonpath=... | base64 -d`, `pass show db`, `op read op://...`.
+_PRINTED_SECRET: Final = re.compile(
+    r"(?im)^([ \t]*(?:\$[ \t]+)?(?:cat[ \t]+[^\n]*(?:\.key|secret|token|passw)[^\n]*"
+    r"|[^\n]*\bsecrets?\b[^\n]*\|[ \t]*base64[ \t]+(?:-d|-D|--decode)\b[^\n]*"
+    r"|(?:go)?pass[ \t]+show[^\n]*|op[ \t]+read[^\n]*|vault[ \t]+(?:kv[ \t]+get|read)[ \t]+-field[^\n]*"
+    r"|security[ \t]+find-(?:generic|internet)-password[^\n]*[ \t]-w\b[^\n]*)\n[ \t]*)(\S{8,})[ \t]*$"
+)
+# `key, _ := hex.DecodeString("...")`, `secret = bytes.fromhex('...')`: a key decoded from a literal.
+_DECODED_KEY: Final = re.compile(
+    r"(?i)(\b\w*(?:key|secret|token)\w*(?:[ \t]*,[ \t]*\w+)*[ \t]*:?=[ \t]*[\w.]*"
+    r"(?:decode\w*|fromhex|unhexlify|from_hex|b64decode)\([ \t]*b?[\"'])([0-9a-f]{32,}|[A-Za-z0-9+/_-]{24,}={0,2})"
+    r"(?=[\"'])"
+)
 # `racadm -u root -p calvin`, `mosquitto_pub -u x -P y`: a password flag right after a user flag
 # (but `mysql -u root -p billing` names a database, judged below).
 _USER_THEN_PASSWORD: Final = re.compile(rf"((?<=\s)-[uU]\s+[^\s-]\S*\s+-[pP]\s+){_FLAG_VALUE}")
@@ -221,9 +240,12 @@ _PUBLIC_BEFORE: Final = re.compile(
     rf"(?i)(?:\b{_DIGEST_PREFIX}|\b(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+)$"
 )
 """A key's fingerprint or a public key (`SHA256:...`, `ssh-ed25519 AAAA...`) is published, not secret."""
-_PUBLIC_TOKEN: Final = re.compile(r"(?i)sha\d+-|AAAA[BCE][0-9]Nza|(?-i:pk_(?:live|test)_|pk\.eyJ)")
-"""An integrity hash (`sha512-...`), an SSH public key's body (`AAAAC3NzaC1lZDI1NTE5...`), or a
-publishable key (Stripe's `pk_live_`, Mapbox's `pk.`), made to ship in a web page."""
+_PUBLIC_TOKEN: Final = re.compile(
+    r"(?i)sha\d+-|AAAA[BCE][0-9]Nza|(?-i:pk_(?:live|test)_|pk\.eyJ|age1[02-9ac-hj-np-z]{58}\b)"
+)
+"""An integrity hash (`sha512-...`), an SSH public key's body (`AAAAC3NzaC1lZDI1NTE5...`), a
+publishable key (Stripe's `pk_live_`, Mapbox's `pk.`), made to ship in a web page, or an age recipient
+(`age1...`, a public key)."""
 
 # Passwords labelled in other languages: "das Passwort ist X", "la contraseña es X", "hasło to X",
 # "пароль X", "パスワードはXです". The value must look like a password (see `_prose_secret`).
@@ -290,7 +312,7 @@ _ORACLE_TOOL: Final = re.compile(
 )
 # "key_secret `79HHOZ...`", "private key 172034e7...": a secret's name, then a key-like value.
 _BARE_KEY: Final = re.compile(
-    r"(?i)\b((?:[\w-]*_)?(?:secret|private[ _]key|secret[ _]key|api[ _]secret|key[ _]secret"
+    r"(?i)\b((?:[\w-]*_)?(?:secret|private[ _]key(?:[ _]id)?|secret[ _]key|api[ _]secret|key[ _]secret"
     r"|client[ _]secret)[ \t]+[\"'`]?)([A-Za-z0-9_+/=-]{16,})"
 )
 # `smbclient -U 'CORP\\jdoe%Winter#Fjord22'`: Samba's user%password.
@@ -361,9 +383,11 @@ _CODE_CHARS: Final = frozenset("()[]{}<>`")
 """`key = self._key(settings)`, `{key: data[key]}`: code, not a value."""
 _NOT_ANY_VALUE: Final = (
     r"[~.]?/.*|.*://.*|[\w.+-]+@[\w-]+\.[\w.-]+|v?\d+(?:[.+-]\w+)*|[\d\W_]+"
-    r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"
+    r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z][a-z0-9_.-]*(?:/[a-z][a-z0-9_.-]*)+"
 )
-"""A path, URL, e-mail address, version, number or dotted name: never a secret's value."""
+"""A path (`/etc/x`, `prod/db/orders`), URL, e-mail address, version, number or dotted name: never a
+secret's value."""
+_NAME_PATH: Final = re.compile(r"[a-z][a-z0-9_.-]*(?:/[a-z][a-z0-9_.-]*)+")
 _NOT_SECRET_SHAPE: Final = re.compile(
     rf"{_NOT_ANY_VALUE}"
     r"|(?:\d+)?[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*|[A-Za-z][a-z]*(?:-[A-Za-z][a-z]*)+"
@@ -443,7 +467,10 @@ def _prose_secret(value: str, password: bool = False) -> bool:
 _LOWER_TOKEN: Final = re.compile(r"(?<![\w/.@-])[a-z0-9]{40,}(?![\w/@-])")
 _BASE32: Final = re.compile(r"(?<![\w/.-])[A-Z2-7]{16,}(?![\w/-])")
 _OTP_CUE: Final = re.compile(r"(?i)\b(?:seed|secret|totp|otp|2fa|mfa|authenticator)\b[^.\n]{0,70}$")
-_COMMIT_CUE: Final = re.compile(r"(?i)\b(?:commit|sha|rev(?:ision)?|hash|digest|checksum)\W*$")
+_COMMIT_CUE: Final = re.compile(
+    r"(?i)\b(?:commit|sha|rev(?:ision)?|hash|digest|checksum|etag)\W*$"
+    r"|\b(?:md5|sha\d*)\s*\([^()\n]*\)\s*=\s*$"  # `MD5 (file.iso) = ...`, as BSD's md5 prints it
+)
 
 
 def _random_lower(token: str) -> bool:
@@ -472,7 +499,8 @@ _PIN_LABEL: Final = (
 _PIN: Final = re.compile(
     rf"(\b(?:{_PIN_LABEL})\b(?:,?[ \t]+(?!(?:is|was|are)\b)[\w'-]+){{0,12}}?"
     r"(?:[ \t]*\([^()\n]{0,100}\)|,[^,\n]{0,60},)?"
-    r",?(?:[ \t]*[:=][ \t]*|[ \t]+(?:is|was|are)[ \t]+))" + _PIN_VALUE
+    r",?(?:[ \t]*[:=][ \t]*|[ \t]+(?:is|was|are|(?:(?:is|was)[ \t]+)?(?:now[ \t]+)?(?:changed|set|reset"
+    r"|updated)[ \t]+to)[ \t]+))" + _PIN_VALUE
 )
 # "PIV PIN 270318", "unlock pin 135724", "it unlocks with 902614": a code right after its label.
 _PIN_BARE: Final = re.compile(
@@ -632,7 +660,7 @@ def _looks_random(token: str) -> bool:
 _PLACEHOLDER: Final = re.compile(
     r"<.*|.*\.\.\..*|.*your[-_]?(?:own[-_]?)?(?:key|token|secret|password|api).*"
     r"|\$\{?[A-Za-z_]\w*\}?|\$\{[A-Za-z_]\w*:?\?.*|\$\{\{.*|\$\(.*|\{\{.*|%[A-Za-z_]\w*%|[\d.,:]+"
-    r"|\*+|[•●]+|x+|\.+|.*[*•●]{4,}.*",
+    r"|\*+|[•●]+|x+|\.+|.*[*•●]{4,}.*|\*+(?:redacted|masked|hidden)\*+|\[?(?:redacted|masked|hidden)\]?",
     re.IGNORECASE,
 )
 """Not a value: <your key>, ${API_KEY}, ${API_KEY:?set it}, $(gh auth token), {{ secret }}, %PASSWORD%, a
@@ -679,7 +707,7 @@ def _assigned_plain(value: str) -> bool:
 def _secret_like(value: str) -> bool:
     """Whether a value after a weak label (`sort_key=created_at` is not) holds a secret."""
     bare = value.strip("\"'")
-    if _plain_value(value):
+    if _plain_value(value) or _NAME_PATH.fullmatch(bare):
         return False
     if any(c in "!@#$%^&*+=~?/" for c in bare):
         return True
@@ -750,6 +778,8 @@ def _labelled(match: re.Match[str]) -> str:
     ):
         return match.group(0)
     bare = value.strip("\"'.,;")
+    if bare.lower() in _FIELD_WORDS and not re.match(r"(?i)\s*p(?:ass|w|wd|swd)", label):
+        return match.group(0)  # `secretKey: password` maps a field; "the password: password" is one
     is_phrase = re.search(r"(?i)\b(?:is|was)\s*$", label) is not None
     if value[:1] in "\"'":  # a quoted word is the value itself: 'the password is "secret"'
         plain = _assigned_plain(bare)
@@ -881,6 +911,9 @@ def redact_patterns(text: str) -> tuple[str, int]:
     text = keep_label(_FLAG_ATTACHED, text, flag=True)
     text = keep_label(_FLAG_SPACED, text, flag=True)
     text = keep_label(_STDIN_PASSWORD, text, flag=True)
+    text = keep_label(_EXPECT_SEND, text, flag=True)
+    text = keep_label(_PRINTED_SECRET, text, flag=True)
+    text = keep_label(_DECODED_KEY, text, flag=True)
     text = redact_each(
         _USER_THEN_PASSWORD,
         lambda m: (
@@ -1038,7 +1071,13 @@ def redact_patterns(text: str) -> tuple[str, int]:
     text = redact_each(_XML_SECRET, xml, text)
     text, n = _redact_tables(text)
     count += n
-    text = redact_each(_LOWER_TOKEN, lambda m: REDACTED if _random_lower(m.group()) else None, text)
+    text = redact_each(
+        _LOWER_TOKEN,
+        lambda m: (
+            REDACTED if _random_lower(m.group()) and not _PUBLIC_TOKEN.match(m.group()) else None
+        ),
+        text,
+    )
 
     def base32(match: re.Match[str]) -> str | None:
         token = match.group()
@@ -1089,7 +1128,7 @@ def published(text: str, start: int, end: int) -> bool:
     """Whether the token at `text[start:end]` is made to be shown: a digest, a fingerprint, a public
     or publishable key, an object id, a time stamp or UUID, the value of a name for a hash or a
     file, or part of an ARN. The patterns keep these; the learned model (`secret_tokens`) must too."""
-    token, before = text[start:end], text[max(0, start - 24) : start]
+    token, before = text[start:end], text[max(0, start - 80) : start]
     return bool(
         _PUBLIC_TOKEN.match(token)
         or _DIGEST_START.match(token)
