@@ -176,23 +176,36 @@ _FLAG_SPACED: Final = re.compile(
     rf"|\bsnmp\w*\b{_CMD_END}-c\s+|--community(?:\s+|=)"  # an SNMP community string
     rf"|--pass(?:word|wd)?(?:\s+|=)){_FLAG_VALUE}"
 )
-# `echo 'x' | docker login -u me --password-stdin`: what is echoed into a password prompt.
+# `echo 'x' | docker login -u me --password-stdin`: what is echoed into a password prompt. Each
+# pattern here starts a line, so a long line is read once, not once per word.
 _STDIN_PASSWORD: Final = re.compile(
-    r"(\b(?:echo|printf)[ \t]+(?:-n[ \t]+)?)(\"[^\"\n]*\"|'[^'\n]*'|[^\s|]+)(?=[ \t]*\|[^\n]*--password-stdin)"
+    r"(?m)(^[ \t]*(?:\$[ \t]+)?(?:echo|printf)[ \t]+(?:-n[ \t]+)?)(\"[^\"\n]*\"|'[^'\n]*'|[^\s|]+)"
+    r"(?=[ \t]*\|[^\n]*--password-stdin)"
 )
 # An expect script answering a password prompt: `expect "Enter passphrase"` then `send "x\r"`.
 _EXPECT_SEND: Final = re.compile(
-    r"(?i)(\bexpect[ \t]+[^\n]*(?:pass(?:word|phrase)?|pin\b|token|secret)[^\n]*\n[ \t]*send[ \t]+"
-    r"(?:--[ \t]+)?[\"'{])([^\"'}\n]+?)(?=(?:\\r|\\n)?[\"'}])"
+    r"(?m)(^[ \t]*expect[ \t]+(?P<prompt>[^\n]*)\n[ \t]*send[ \t]+(?:--[ \t]+)?[\"'{])"
+    r"(?P<value>[^\"'}\n]+?)(?=(?:\\r|\\n)?[\"'}])"
 )
+_SECRET_PROMPT: Final = re.compile(r"(?i)pass(?:word|phrase)?|\bpin\b|token|secret")
 # A command that prints a secret, then its output alone on the next line: `cat config/master.key`,
 # `kubectl get secret x -o jsonpath=... | base64 -d`, `pass show db`, `op read op://...`.
-_PRINTED_SECRET: Final = re.compile(
-    r"(?im)^([ \t]*(?:\$[ \t]+)?(?:cat[ \t]+[^\n]*(?:\.key|secret|token|passw)[^\n]*"
-    r"|[^\n]*\bsecrets?\b[^\n]*\|[ \t]*base64[ \t]+(?:-d|-D|--decode)\b[^\n]*"
-    r"|(?:go)?pass[ \t]+show[^\n]*|op[ \t]+read[^\n]*|vault[ \t]+(?:kv[ \t]+get|read)[ \t]+-field[^\n]*"
-    r"|security[ \t]+find-(?:generic|internet)-password[^\n]*[ \t]-w\b[^\n]*)\n[ \t]*)(\S{8,})[ \t]*$"
+_LINE_THEN_TOKEN: Final = re.compile(r"(?m)^([^\n]*\n[ \t]*)(\S{8,})[ \t]*$")
+_PRINTS_SECRET: Final = re.compile(
+    r"(?i)[ \t]*(?:\$[ \t]+)?(?:cat[ \t][^\n]*(?:\.key|secret|token|passw)|(?:go)?pass[ \t]+show\b"
+    r"|op[ \t]+read\b|vault[ \t]+(?:kv[ \t]+get|read)[ \t]+-field|security[ \t]+find-(?:generic|internet)-password\b)"
 )
+_BASE64_DECODE: Final = re.compile(r"\|[ \t]*base64[ \t]+(?:-d|-D|--decode)\b")
+
+
+def _prints_secret(line: str) -> bool:
+    """Whether a shell line prints a secret: `cat` of a key file, `pass show`, `op read`, `vault ...
+    -field`, the macOS keychain, or a Kubernetes secret piped to `base64 -d`."""
+    return _PRINTS_SECRET.match(line) is not None or (
+        _BASE64_DECODE.search(line) is not None and re.search(r"(?i)\bsecrets?\b", line) is not None
+    )
+
+
 # `key, _ := hex.DecodeString("...")`, `secret = bytes.fromhex('...')`: a key decoded from a literal.
 _DECODED_KEY: Final = re.compile(
     r"(?i)(\b\w*(?:key|secret|token)\w*(?:[ \t]*,[ \t]*\w+)*[ \t]*:?=[ \t]*[\w.]*"
@@ -911,8 +924,24 @@ def redact_patterns(text: str) -> tuple[str, int]:
     text = keep_label(_FLAG_ATTACHED, text, flag=True)
     text = keep_label(_FLAG_SPACED, text, flag=True)
     text = keep_label(_STDIN_PASSWORD, text, flag=True)
-    text = keep_label(_EXPECT_SEND, text, flag=True)
-    text = keep_label(_PRINTED_SECRET, text, flag=True)
+    text = redact_each(
+        _EXPECT_SEND,
+        lambda m: (
+            f"{m.group(1)}{REDACTED}"
+            if _SECRET_PROMPT.search(m["prompt"]) and not _assigned_plain(m["value"])
+            else None
+        ),
+        text,
+    )
+    text = redact_each(
+        _LINE_THEN_TOKEN,
+        lambda m: (
+            f"{m.group(1)}{REDACTED}"
+            if _prints_secret(m.group(1)) and not _assigned_plain(m.group(2))
+            else None
+        ),
+        text,
+    )
     text = keep_label(_DECODED_KEY, text, flag=True)
     text = redact_each(
         _USER_THEN_PASSWORD,
