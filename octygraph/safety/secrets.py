@@ -394,13 +394,15 @@ _NOT_PASSWORD_LABEL: Final = re.compile(r"(?i)(?:key|token|pat|secret|credential
 _SYMBOLS: Final = frozenset("!@#$%^&*+=~?")
 _CODE_CHARS: Final = frozenset("()[]{}<>`")
 """`key = self._key(settings)`, `{key: data[key]}`: code, not a value."""
+_NAME_PATH_SHAPE: Final = r"[a-z][a-z0-9_.-]*(?:/[a-z][a-z0-9_.-]*)+"
+"""`prod/db/orders`, `staging/api/github`: a path of lower-case names (a Vault or Secrets Manager path)."""
+_NAME_PATH: Final = re.compile(_NAME_PATH_SHAPE)
 _NOT_ANY_VALUE: Final = (
     r"[~.]?/.*|.*://.*|[\w.+-]+@[\w-]+\.[\w.-]+|v?\d+(?:[.+-]\w+)*|[\d\W_]+"
-    r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z][a-z0-9_.-]*(?:/[a-z][a-z0-9_.-]*)+"
+    rf"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|{_NAME_PATH_SHAPE}"
 )
 """A path (`/etc/x`, `prod/db/orders`), URL, e-mail address, version, number or dotted name: never a
 secret's value."""
-_NAME_PATH: Final = re.compile(r"[a-z][a-z0-9_.-]*(?:/[a-z][a-z0-9_.-]*)+")
 _NOT_SECRET_SHAPE: Final = re.compile(
     rf"{_NOT_ANY_VALUE}"
     r"|(?:\d+)?[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*|[A-Za-z][a-z]*(?:-[A-Za-z][a-z]*)+"
