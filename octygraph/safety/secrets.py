@@ -84,7 +84,7 @@ _TOKEN_PATTERNS: Final[tuple[str, ...]] = (
     # Any other "prefix_" token (Doppler dp_, ...): 24+ characters mixing upper and lower case
     # letters and digits, which snake_case identifiers do not.
     r"\b(?!(?:ch|cus|pi|pm|in|sub|evt|txn|re|po|prod|price|acct|seti|src|card|ba|py|tr|si|ii|il|cs"
-    r"|ord|inv|cust|pay|pk)_)[a-z]{2,10}_(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Z])(?=[A-Za-z0-9_]*[a-z])"
+    r"|ord|inv|cust|pay|pk|phc)_)[a-z]{2,10}_(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Z])(?=[A-Za-z0-9_]*[a-z])"
     r"[A-Za-z0-9_]{24,}",
 )
 _TOKENS: Final = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS), re.DOTALL)
@@ -166,7 +166,10 @@ _CMD_END: Final = r"[^\n|;&]{0,200}?\s"
 _MYSQL: Final = r"\b(?:mysql\w*|mariadb[\w-]*)\b"
 _MYSQL_COMMAND: Final = re.compile(_MYSQL)
 _FLAG_VALUE: Final = r"(?=[^\s-])(\"[^\"\n]*\"|'[^'\n]*'|\S+)"
-_FLAG_ATTACHED: Final = re.compile(rf"({_MYSQL}{_CMD_END}-p){_FLAG_VALUE}")  # mysql -psecret
+# `mysql -psecret`, `7z a -psecret`, `unrar x -psecret`: a password attached to its flag.
+_FLAG_ATTACHED: Final = re.compile(
+    rf"((?:{_MYSQL}|\b(?:7z[ar]?|unrar|rar)\b){_CMD_END}-p){_FLAG_VALUE}"
+)
 _FLAG_SPACED: Final = re.compile(
     rf"(\b(?:sshpass|mongo\w*|rabbitmqadmin|(?:docker|podman|buildah|skopeo|nerdctl)\s+login)\b"
     rf"{_CMD_END}-p\s+"
@@ -174,7 +177,7 @@ _FLAG_SPACED: Final = re.compile(
     rf"|\b(?:keytool|jarsigner)\b{_CMD_END}-(?:src|dest)?(?:store|key)pass(?::(?!env\b|file\b)\w+)?\s+"
     rf"|\bunlock-keychain\b{_CMD_END}-p\s+|\bbundle\s+config\s+(?:--\w+\s+)*[\w-]+(?:\.[\w-]+)+\s+"
     rf"|\bsnmp\w*\b{_CMD_END}-c\s+|--community(?:\s+|=)"  # an SNMP community string
-    rf"|--pass(?:word|wd)?(?:\s+|=)){_FLAG_VALUE}"
+    rf"|--pass(?:word|wd|phrase)?(?:\s+|=)){_FLAG_VALUE}"
 )
 # `echo 'x' | docker login -u me --password-stdin`: what is echoed into a password prompt. Each
 # pattern here starts a line, so a long line is read once, not once per word.
@@ -250,15 +253,18 @@ _DIGEST_PREFIX: Final = r"(?:sha\d+|md5|h1):"
 """`SHA256:`, `md5:`, Go's `h1:`: what a published digest or fingerprint starts with."""
 _DIGEST_START: Final = re.compile(rf"(?i){_DIGEST_PREFIX}")
 _PUBLIC_BEFORE: Final = re.compile(
-    rf"(?i)(?:\b{_DIGEST_PREFIX}|\b(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+)$"
+    rf"(?i)(?:\b{_DIGEST_PREFIX}|\b(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+"
+    r"|\bdata:[\w/+.-]+;base64,)$"
 )
-"""A key's fingerprint or a public key (`SHA256:...`, `ssh-ed25519 AAAA...`) is published, not secret."""
+"""A key's fingerprint, a public key (`SHA256:...`, `ssh-ed25519 AAAA...`) or a data URI's content is
+published, not secret."""
 _PUBLIC_TOKEN: Final = re.compile(
-    r"(?i)sha\d+-|AAAA[BCE][0-9]Nza|(?-i:pk_(?:live|test)_|pk\.eyJ|age1[02-9ac-hj-np-z]{58}\b)"
+    r"(?i)sha\d+-|AAAA[BCE][0-9]Nza|(?-i:pk_(?:live|test)_|pk\.eyJ|phc_|age1[02-9ac-hj-np-z]{58}\b"
+    r"|eyJ(?:hbGciOi|0eXAiOi)[A-Za-z0-9_-]*={0,2}\Z)"
 )
 """An integrity hash (`sha512-...`), an SSH public key's body (`AAAAC3NzaC1lZDI1NTE5...`), a
-publishable key (Stripe's `pk_live_`, Mapbox's `pk.`), made to ship in a web page, or an age recipient
-(`age1...`, a public key)."""
+publishable key (Stripe's `pk_live_`, Mapbox's `pk.`, PostHog's `phc_`), made to ship in a web page, an
+age recipient (`age1...`, a public key), or a JWT's header alone (`eyJhbGciOi...`, no signature)."""
 
 # Passwords labelled in other languages: "das Passwort ist X", "la contraseña es X", "hasło to X",
 # "пароль X", "パスワードはXです". The value must look like a password (see `_prose_secret`).
@@ -349,7 +355,7 @@ _CAMEL_PROPERTY: Final = re.compile(
 # `client.connect("node", "sensor", "brokerpass_123!")`, `Client('AC...', '1f78...')`: the last of a
 # login call's string arguments, when it reads as a password or a key.
 _LOGIN_CALL: Final = re.compile(
-    r"(\b(?:connect|login|log_in|signin|sign_in|auth\w*|\w*Client|algoliasearch|credentials)\(\s*"
+    r"(\b(?:connect|login|log_in|signin|sign_in|auth\w*|\w*Client(?:\.new)?|algoliasearch|credentials)\(\s*"
     r"(?:[\"'][^\"'\n]*[\"']\s*,\s*){1,3}[\"'])([^\"'\n]{6,})(?=[\"'])"
 )
 # `APIKey("0d30df...")`, `Secret('x')`: a constructor named for a secret, and its argument.
@@ -384,6 +390,15 @@ _PROSE: Final = re.compile(
 # "user admin pass X", "kiosk and pass X": `pass` or `pw` right before a password.
 _BARE_PASS: Final = re.compile(
     r"(?i)(?<![\w-])((?:pass|pw)\s+\(?)(?=[^\s\"',;)]*\d)([^\s\"',;)]{6,})"
+)
+# "use X to log in as deploy", "use X as the password": a password before what it is for.
+_USE_TO_LOG_IN: Final = re.compile(
+    r"(?i)(\buse\s+)([^\s\"',;]{6,})(?=\s+(?:to\s+(?:log|sign)\s*(?:in|on)\b|as\s+(?:the\s+)?password\b))"
+)
+# "for the security question 'mother's maiden name' I put X": the answer is a password.
+_SECURITY_ANSWER: Final = re.compile(
+    r"(?i)(\bsecurity\s+questions?\b[^\n]{0,80}?\b(?:i\s+(?:put|used|wrote|typed|gave|answered)"
+    r"|answer(?:ed)?(?:\s+(?:is|was|with))?)\s+[\"'“]?)([^\s\"'”,.;]+)"
 )
 # "Log into the console as aiko with X", "ssh in as deploy using X".
 _LOGIN_WITH: Final = re.compile(
@@ -423,7 +438,7 @@ _CODE_REFERENCE: Final = re.compile(
 """`os.environ["DB_PASSWORD"]`, `getenv('TOKEN')`, `read_password()`: code that fetches a secret, not one
 (a bare value ends at its quote: `os.environ[` is one too)."""
 _TYPE_NAME: Final = re.compile(
-    r"(?:Optional\[|Option<)?(?:str|string|String|bytes|SecretStr|SecretBytes|char\[\])[\]>]?[),]*"
+    r"(?:Optional\[|Option<)?(?:str|string|String|bytes|SecretStr|SecretBytes|char\[\])[\]>]?[),;]*"
 )
 """`new_password: str`, `token: Optional[str]`: a type, after a parameter's colon."""
 
@@ -674,11 +689,11 @@ def _looks_random(token: str) -> bool:
 
 _PLACEHOLDER: Final = re.compile(
     r"<.*|.*\.\.\..*|.*your[-_]?(?:own[-_]?)?(?:key|token|secret|password|api).*"
-    r"|\$\{?[A-Za-z_]\w*\}?|\$\{[A-Za-z_]\w*:?\?.*|\$\{\{.*|\$\(.*|\{\{.*|%[A-Za-z_]\w*%|[\d.,:]+"
+    r"|\$\{?[A-Za-z_]\w*\}?|\$env:\w+|\$\{[A-Za-z_]\w*:?\?.*|\$\{\{.*|\$\(.*|\{\{.*|%[A-Za-z_]\w*%|[\d.,:]+"
     r"|\*+|[•●]+|x+|\.+|.*[*•●]{4,}.*|\*+(?:redacted|masked|hidden)\*+|\[?(?:redacted|masked|hidden)\]?",
     re.IGNORECASE,
 )
-"""Not a value: <your key>, ${API_KEY}, ${API_KEY:?set it}, $(gh auth token), {{ secret }}, %PASSWORD%, a
+"""Not a value: <your key>, ${API_KEY}, $env:API_KEY, ${API_KEY:?set it}, $(gh auth token), {{ secret }}, %PASSWORD%, a
 number, ***, ••••, a masked key (`sk_live_****4242`)."""
 
 
@@ -700,6 +715,7 @@ def _plain_value(value: str) -> bool:
     return (
         _no_value(bare)
         or _PUBLIC_TOKEN.match(bare) is not None  # made to be shown: `pk_live_...`, `pk.eyJ...`
+        or bare.startswith("arn:")  # a resource's name
         or bare.lower() in _NOT_A_VALUE
     )
 
@@ -707,16 +723,21 @@ def _plain_value(value: str) -> bool:
 def _assigned_plain(value: str) -> bool:
     """Not a secret after `=`: a placeholder, a number or a flag word; "secret" itself is one."""
     bare = value.strip("\"'`")
-    return _no_value(bare) or bare.lower() in {
-        "true",
-        "false",
-        "none",
-        "null",
-        "yes",
-        "no",
-        "on",
-        "off",
-    }
+    return (
+        _no_value(bare)
+        or _PUBLIC_TOKEN.match(bare) is not None
+        or bare.lower()
+        in {
+            "true",
+            "false",
+            "none",
+            "null",
+            "yes",
+            "no",
+            "on",
+            "off",
+        }
+    )
 
 
 def _secret_like(value: str) -> bool:
@@ -982,6 +1003,15 @@ def redact_patterns(text: str) -> tuple[str, int]:
         ),
         text,
     )
+    text = redact_each(
+        _SECURITY_ANSWER,
+        lambda m: (
+            None
+            if len(m.group(2)) < 3 or _plain_value(m.group(2)) or m.group(2).lower() in _FIELD_WORDS
+            else f"{m.group(1)}{REDACTED}"
+        ),
+        text,
+    )
     for pattern in (_PAIR, _SPACED_PAIR):
         text = redact_each(
             pattern,
@@ -1033,7 +1063,7 @@ def redact_patterns(text: str) -> tuple[str, int]:
         bare = value.rstrip(".,;:)!?")
         return f"{match.group(1)}{REDACTED}{value[len(bare) :]}"
 
-    for pattern in (_FOREIGN, _FOREIGN_FAR, _CJK, _PROSE, _BARE_PASS, _LOGIN_WITH):
+    for pattern in (_FOREIGN, _FOREIGN_FAR, _CJK, _PROSE, _BARE_PASS, _LOGIN_WITH, _USE_TO_LOG_IN):
         text = redact_each(pattern, prose, text)
 
     def and_pair(match: re.Match[str]) -> str | None:
@@ -1124,7 +1154,13 @@ def redact_patterns(text: str) -> tuple[str, int]:
     def high_entropy(match: re.Match[str]) -> str | None:
         before = match.string[max(0, match.start() - 24) : match.start()]
         token = match.group()
-        if _PUBLIC_BEFORE.search(before) or _PUBLIC_TOKEN.match(token) or not _looks_random(token):
+        value = token.partition("=")[2]  # `NAME=value` runs together in this token's characters
+        if (
+            _PUBLIC_BEFORE.search(before)
+            or _PUBLIC_TOKEN.match(token)
+            or _PUBLIC_TOKEN.match(value)
+            or not _looks_random(token)
+        ):
             return None
         return REDACTED
 
