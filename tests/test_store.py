@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import multiprocessing
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -524,3 +526,38 @@ def test_a_query_is_embedded_once_for_search_and_for_the_judges(sqlite_store: Me
     alone = embedder.embed_array([text])[0]
     batched = embedder.embed_array(["a much longer text than the query " * 3, text, "x"])[1]
     assert searched.tobytes() == judged.tobytes() == alone.tobytes() == batched.tobytes()
+
+
+def test_a_text_being_embedded_is_waited_for_not_embedded_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The service starts on a prompt's vector as the request arrives; the pipeline asking for it
+    meanwhile waits for that computation instead of running the model a second time."""
+    from octygraph.embeddings import local as vectors
+    from octygraph.embeddings import local_embeddings
+
+    model = local_embeddings()
+    real = model.embed_array
+    calls: list[list[str]] = []
+
+    def slow(texts: list[str]) -> np.ndarray:
+        calls.append(list(texts))
+        time.sleep(0.2)  # long enough that the second caller arrives while the first computes
+        return real(texts)
+
+    monkeypatch.setattr(model, "embed_array", slow)
+    text = f"Which queue does the invoice mailer read? ({uuid.uuid4().hex[:8]})"
+    start = threading.Barrier(2)
+    got: list[np.ndarray] = []
+
+    def ask() -> None:
+        start.wait()
+        got.append(vectors.cached_local_embed([text])[0])
+
+    threads = [threading.Thread(target=ask) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert calls == [[text]]
+    assert len(got) == 2 and got[0].tobytes() == got[1].tobytes() == real([text])[0].tobytes()

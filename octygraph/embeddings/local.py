@@ -15,31 +15,52 @@ from typing import Final
 import numpy as np
 
 CACHE_SIZE: Final = 20_000
+PENDING_WAIT_S: Final = 5.0
+"""How long a caller waits for another thread's computation of the same text before doing its own."""
 _CACHE: OrderedDict[str, np.ndarray] = OrderedDict()
+_PENDING: dict[str, threading.Event] = {}
+"""Texts another thread is embedding now, and the event it sets when they are cached."""
 _LOCK = threading.Lock()
 
 
 def cached_local_embed(texts: list[str]) -> np.ndarray:
-    """Rows of L2-normalised local-model vectors for `texts`, computing only the unseen ones."""
+    """Rows of L2-normalised local-model vectors for `texts`, computing only the unseen ones.
+
+    A text another thread is embedding at that moment is waited for, not embedded twice: the service
+    starts on a prompt's vector as the request arrives, and the pipeline asks for it soon after.
+    """
     # Imported on first use: the embeddings module loads langchain_core, a second's import.
     from octygraph.embeddings import LOCAL_DIM, local_embeddings
 
     if not texts:
         return np.zeros((0, LOCAL_DIM), dtype=np.float32)
+    done = threading.Event()
     with _LOCK:
-        missing = list(dict.fromkeys(t for t in texts if t not in _CACHE))
-    if missing:
-        fresh = local_embeddings().embed_array(missing)
+        missing = [t for t in dict.fromkeys(texts) if t not in _CACHE]
+        waits = {_PENDING[t] for t in missing if t in _PENDING}
+        mine = [t for t in missing if t not in _PENDING]
+        for text in mine:
+            _PENDING[text] = done
+    try:
+        if mine:
+            fresh = local_embeddings().embed_array(mine)
+            with _LOCK:
+                for text, vec in zip(mine, fresh, strict=True):
+                    _CACHE[text] = vec
+                while len(_CACHE) > CACHE_SIZE:
+                    _CACHE.popitem(last=False)
+    finally:
         with _LOCK:
-            for text, vec in zip(missing, fresh, strict=True):
-                _CACHE[text] = vec
-            while len(_CACHE) > CACHE_SIZE:
-                _CACHE.popitem(last=False)
+            for text in mine:
+                _PENDING.pop(text, None)
+        done.set()
+    for event in waits:
+        event.wait(PENDING_WAIT_S)
     with _LOCK:
         rows = []
         for text in texts:
             vec = _CACHE.get(text)
-            if vec is None:  # evicted by a concurrent caller between the two steps
+            if vec is None:  # evicted meanwhile, or the other thread failed or is late
                 vec = local_embeddings().embed_array([text])[0]
             rows.append(vec)
         return np.stack(rows)

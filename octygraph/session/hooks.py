@@ -299,6 +299,17 @@ async def _dispatch(
     return HookReply(rest=asyncio.create_task(_session_end(settings, request, stores)))
 
 
+def _start_embedding(text: str) -> None:
+    """Embed `text` with the local model in a worker thread, into the shared cache; errors are the
+    pipeline's to meet when it asks for the same vector."""
+    if not text.strip():
+        return
+    from octygraph.embeddings.local import cached_local_embed
+
+    task = asyncio.ensure_future(asyncio.to_thread(cached_local_embed, [text]))
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+
 async def _prompt(
     settings: Settings,
     prompt: hook_io.PromptRequest,
@@ -314,6 +325,9 @@ async def _prompt(
     if deadline - time.monotonic() <= MIN_RUN_S:
         _record_failure(settings, "prompt", "no time left in the hook budget")
         return HookReply()
+    # The prompt's local vector (the query's, the relevance model's) starts now, beside the run's
+    # set-up (settings, trace record, checkpointer), which takes about 5 ms before it would be asked.
+    _start_embedding(prompt.prompt)
     # Answer first: the reply goes out when the retrieve half has its context; the store half goes on
     # in `rest`, which the caller awaits after replying.
     ready: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
