@@ -299,6 +299,10 @@ async def _dispatch(
     return HookReply(rest=asyncio.create_task(_session_end(settings, request, stores)))
 
 
+_EMBEDDING: set[asyncio.Future[Any]] = set()
+"""Embeddings started ahead of the pipeline, held until done (the event loop keeps only weak references)."""
+
+
 def _start_embedding(text: str) -> None:
     """Embed `text` with the local model in a worker thread, into the shared cache; errors are the
     pipeline's to meet when it asks for the same vector."""
@@ -307,7 +311,14 @@ def _start_embedding(text: str) -> None:
     from octygraph.embeddings.local import cached_local_embed
 
     task = asyncio.ensure_future(asyncio.to_thread(cached_local_embed, [text]))
-    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    _EMBEDDING.add(task)
+
+    def done(finished: asyncio.Future[Any]) -> None:
+        _EMBEDDING.discard(finished)
+        if not finished.cancelled():
+            finished.exception()  # retrieved: the pipeline meets the same error and says so
+
+    task.add_done_callback(done)
 
 
 async def _prompt(
