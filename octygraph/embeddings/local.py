@@ -34,26 +34,26 @@ def cached_local_embed(texts: list[str]) -> np.ndarray:
 
     if not texts:
         return np.zeros((0, LOCAL_DIM), dtype=np.float32)
-    done = threading.Event()
     with _LOCK:
         missing = [t for t in dict.fromkeys(texts) if t not in _CACHE]
         waits = {_PENDING[t] for t in missing if t in _PENDING}
         mine = [t for t in missing if t not in _PENDING]
+        done = threading.Event()  # what callers that ask for `mine` meanwhile wait on
         for text in mine:
             _PENDING[text] = done
-    try:
-        if mine:
+    if mine:
+        try:
             fresh = local_embeddings().embed_array(mine)
             with _LOCK:
                 for text, vec in zip(mine, fresh, strict=True):
                     _CACHE[text] = vec
                 while len(_CACHE) > CACHE_SIZE:
                     _CACHE.popitem(last=False)
-    finally:
-        with _LOCK:
-            for text in mine:
-                _PENDING.pop(text, None)
-        done.set()
+        finally:
+            with _LOCK:
+                for text in mine:
+                    _PENDING.pop(text, None)
+            done.set()
     for event in waits:
         event.wait(PENDING_WAIT_S)
     with _LOCK:

@@ -306,8 +306,6 @@ _EMBEDDING: set[asyncio.Future[Any]] = set()
 def _start_embedding(text: str) -> None:
     """Embed `text` with the local model in a worker thread, into the shared cache; errors are the
     pipeline's to meet when it asks for the same vector."""
-    if not text.strip():
-        return
     from octygraph.embeddings.local import cached_local_embed
 
     task = asyncio.ensure_future(asyncio.to_thread(cached_local_embed, [text]))
