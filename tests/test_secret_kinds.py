@@ -844,6 +844,15 @@ CASES = (
         "9f2c7a61d04be835",
         "HMAC key for the webhooks",
     ),
+    # A password said alone in a chat, a few lines after someone asked for it.
+    (
+        "chat-reply",
+        "Me: the router admin page wants a password\nAlex: try the one on the sticker\n"
+        "Me: nope, 'invalid credentials'\nAlex: oh right I changed it last week\n"
+        "Alex: Pelican_4410\nMe: in, thanks",
+        "Pelican_4410",
+        "Me: in, thanks",
+    ),
 )
 
 
@@ -982,6 +991,10 @@ LOOK_ALIKES = (
     # Keys made to be shown stay, even after a label.
     "Mapbox public token for the store locator: pk.eyJ1IjoibG9jYXRvciIsImEiOiJjbDBleGFtcGxlIn0.Qw8Er4Ty6Ui2Op0As9Df1G",
     "the publishable key is pk_live_51HqLyjWDarjtT1zdp7dcXeY2ziGmSnRbhTZ2yq in the checkout page",
+    # A chat that mentions a password, then a version or a variable alone on a line.
+    "Sam: which version do we pin?\nAlex: v2.3.1",
+    "Sam: where is the db password kept?\nAlex: ${DB_PASSWORD}",
+    "password authentication failed for user reporting\nStatus: conn_4410x",
 )
 
 

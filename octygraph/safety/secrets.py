@@ -199,6 +199,42 @@ _PRINTS_SECRET: Final = re.compile(
     r"|op[ \t]+read\b|vault[ \t]+(?:kv[ \t]+get|read)[ \t]+-field|security[ \t]+find-(?:generic|internet)-password\b)"
 )
 _BASE64_DECODE: Final = re.compile(r"\|[ \t]*base64[ \t]+(?:-d|-D|--decode)\b")
+# A chat transcript where someone answers a question about a password with the password alone:
+# "Me: the router page wants a password" ... "Alex: Pelican_4410". The speaker is a name, not a log
+# label (`ERROR:`, `Status:`), and the same chat's lines just before mention the password.
+_CHAT_REPLY: Final = re.compile(
+    r"(?m)^([ \t]*(?P<speaker>[A-Z][a-z]+(?:[ \t][A-Z][a-z]*\.?)?):[ \t]+)(\S{6,64})[ \t]*$"
+)
+_CHAT_LINE: Final = re.compile(r"[ \t]*[A-Z][a-z]+(?:[ \t][A-Z][a-z]*\.?)?:[ \t]")
+_ASKS_FOR_SECRET: Final = re.compile(
+    r"(?i)pass(?:word|phrase|code)|\bpin\b|credentials|\bwi-?fi key"
+)
+_LABEL_WORDS: Final = frozenset(
+    """status error warning note hint info debug detail details version host port path type user
+    name date time result output input response request reason cause message code key value""".split()
+)
+CHAT_LOOKBACK_LINES: Final = 4
+
+
+def _chat_reply_secret(match: re.Match[str]) -> bool:
+    """Whether a chat line that is one word answers, in the lines just before it, a question about
+    a password (see `_CHAT_REPLY`)."""
+    word = match.group(3).rstrip(".,!?")
+    if (
+        match["speaker"].lower() in _LABEL_WORDS or _VERSION.fullmatch(word) or _plain_value(word)
+    ) or not (
+        (any(c.isdigit() for c in word) and any(c.isalpha() for c in word))
+        or any(c in "!@#$%^&*+=~_" for c in word[1:-1])
+    ):
+        return False
+    start = match.start()
+    for _ in range(CHAT_LOOKBACK_LINES):
+        if start <= 0:
+            break
+        start = match.string.rfind("\n", 0, start - 1) + 1
+    before = match.string[start : match.start()].splitlines()
+    chat = [line for line in before if _CHAT_LINE.match(line)]
+    return len(chat) == len(before) > 0 and any(_ASKS_FOR_SECRET.search(line) for line in chat)
 
 
 def _prints_secret(line: str) -> bool:
@@ -864,8 +900,9 @@ def redact_patterns(text: str) -> tuple[str, int]:
     secret, and long random-looking tokens (base32 seeds, lower-case personal access tokens). Also
     passphrases of several words, security answers, a label far from its verb in other languages,
     a user and password joined by "and" or "with", `-u user -p x` and `-U user%x` flags, and a
-    variable or file named for a secret "is" or "contains" a value. Documented placeholders
-    (`AKIA...EXAMPLE`, `user:password@`), public keys, fingerprints and integrity hashes stay.
+    variable or file named for a secret "is" or "contains" a value, and a password said alone in a
+    chat just after someone asked for it. Documented placeholders (`AKIA...EXAMPLE`,
+    `user:password@`), public keys, fingerprints and integrity hashes stay.
 
     Returns:
         The redacted text and the number of secrets replaced.
@@ -964,6 +1001,9 @@ def redact_patterns(text: str) -> tuple[str, int]:
             else None
         ),
         text,
+    )
+    text = redact_each(
+        _CHAT_REPLY, lambda m: f"{m.group(1)}{REDACTED}" if _chat_reply_secret(m) else None, text
     )
     text = keep_label(_DECODED_KEY, text, flag=True)
     text = redact_each(
