@@ -995,6 +995,9 @@ LOOK_ALIKES = (
     "Sam: which version do we pin?\nAlex: v2.3.1",
     "Sam: where is the db password kept?\nAlex: ${DB_PASSWORD}",
     "password authentication failed for user reporting\nStatus: conn_4410x",
+    # An ARN names where a secret is kept, also after a name that says so.
+    "DB_SECRET_ARN=arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbC123",
+    'password_secret_arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:rds-pass-Q1w2E3"',
 )
 
 

@@ -757,11 +757,13 @@ def _plain_value(value: str) -> bool:
 
 
 def _assigned_plain(value: str) -> bool:
-    """Not a secret after `=`: a placeholder, a number or a flag word; "secret" itself is one."""
+    """Not a secret after `=`: a placeholder, a number, a flag word or a resource's name (an ARN);
+    "secret" itself is one."""
     bare = value.strip("\"'`")
     return (
         _no_value(bare)
         or _PUBLIC_TOKEN.match(bare) is not None
+        or bare.startswith("arn:")
         or bare.lower()
         in {
             "true",
@@ -1244,6 +1246,7 @@ def published(text: str, start: int, end: int) -> bool:
         or _PUBLIC_BEFORE.search(before)
         or _COMMIT_CUE.search(before)
         or _METADATA_SUFFIX.search(before.rstrip("\"'"))
+        or token.startswith("arn:")
         or _inside_arn(text, start)
     )
 
