@@ -108,7 +108,7 @@ _PAYLOAD: Final = re.compile(
     | \b(?:obey|follow)\s+(?:the\s+)?(?:instructions|orders|commands)\s+(?:in|from|at)\s+
         (?:\S*/|https?://)
     | \bnever\s+tell\s+the\s+user\b
-    | \b(?:disregard|ignore|forget)\s+what\s+(?:\w+\s+){{0,4}}?(?:said|told\s+you|wrote|asked)\s+
+    | \b(?:disregard|ignore|forget)\s+what\s+(?!i\b|we\b)(?:\w+\s+){{0,4}}?(?:said|told\s+you|wrote|asked)\s+
         (?:earlier|before|previously|above)
     | \bkeep\s+it\s+on\s+for\s+every\b
     | \bobey\s+(?:only\s+)?(?:me|every|all|whatever)\b | \bobey\s+every\s+message\b
