@@ -853,6 +853,53 @@ CASES = (
         "Pelican_4410",
         "Me: in, thanks",
     ),
+    (
+        "url-without-colon",
+        "sqlalchemy.exc.ArgumentError: Could not parse SQLAlchemy URL from string "
+        "'postgresql+psycopg2//etl:Qm4vT8zLp2Rw@pg-main.internal:5432/etl'",
+        "Qm4vT8zLp2Rw",
+        "Could not parse SQLAlchemy URL",
+    ),
+    (
+        "chat-timestamped",
+        "[09:12] dana: what's the pw for the build box?\n[09:13] raj: Kestrel-88-blue\n"
+        "[09:13] dana: ty",
+        "Kestrel-88-blue",
+        "dana: ty",
+    ),
+    (
+        "cli-auth",
+        "$ snyk auth 7c1e2a90-4b3d-4e8f-9a6b-2d5c8e1f0a34\nYour account has been authenticated.",
+        "7c1e2a90-4b3d",
+        "Your account has been authenticated.",
+    ),
+    (
+        "cli-authtoken",
+        "ngrok authtoken 2Xk9pQ7rLm3vT8wZ1yB4nC6dF0gH5j",
+        "2Xk9pQ7rLm3vT8wZ1yB4",
+        "ngrok",
+    ),
+    (
+        "wallet-accounts",
+        'sepolia: { url: RPC_URL, accounts: ["0x'
+        + "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
+        + '"] }',
+        "4c0883a69102937d",
+        "sepolia",
+    ),
+    (
+        "seed-next-line",
+        "Recovery phrase for the test wallet, never commit it:\n"
+        "orbit lemon ladder frost pupil canvas minor amber slogan weekend blade arrow",
+        "orbit lemon ladder",
+        "never commit it",
+    ),
+    (
+        "ldap-bind",
+        "ldapmodify -x -D 'cn=admin,dc=example,dc=org' -w 'Zt8#qLm2Vx' -f change.ldif",
+        "Zt8#qLm2Vx",
+        "-f change.ldif",
+    ),
 )
 
 
@@ -998,6 +1045,18 @@ LOOK_ALIKES = (
     # An ARN names where a secret is kept, also after a name that says so.
     "DB_SECRET_ARN=arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbC123",
     'password_secret_arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:rds-pass-Q1w2E3"',
+    # Keys made to be handed out, by where they stand.
+    "[Peer]\nPublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=\nAllowedIPs = 10.0.0.0/24",
+    '<div class="g-recaptcha" data-sitekey="6LeIxAcTAAAAAJcZVRqyHh71UMIEGNQ_MXjiZKhI"></div>',
+    "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo\n"
+    "4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u\n-----END PUBLIC KEY-----",
+    "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ\n"
+    "RTESMBAGA1UEChMJQmFsdGltb3JlMRMwEQYDVQQLEwpDeWJlclRydXN0MSIwIAYD\n-----END CERTIFICATE-----",
+    "kind: SealedSecret\nspec:\n  encryptedData:\n    token: AgBy3i4OJSWK+PiTySYZZA9rO43cGDEq"
+    "Ak7XyGvq+Wg6Kx0lQ9zF3mN8pR2sT5vY7bC1dE4gH6jK8lM0nP2qS4uW6xZ8==",
+    "Tips go to bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq (native segwit).",
+    "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7vbqajDhA/x1YbY8jK2Xl9e+tH4mR/Qz0Wp8sN3vF6cL1uD5oG2iE"
+    "9hJ4kT7rA0bM3nV8yX2wZ6qP5sU1dF ci@runner",
 )
 
 

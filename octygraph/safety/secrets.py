@@ -97,8 +97,9 @@ _AUTH_HEADER: Final = re.compile(
 _BEARER: Final = re.compile(
     r"(?i)\b((?:bearer|basic)\s+)(?=[A-Za-z._~-]*[0-9+/=])([A-Za-z0-9._~+/=-]{12,})"
 )
-# `scheme://user:password@host`, also with an empty user (`redis://:password@host`).
-_URL_PASSWORD: Final = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^:/\s@]*:)([^@\s/]+)(@)")
+# `scheme://user:password@host`, also with an empty user (`redis://:password@host`) or a scheme
+# that lost its colon (`mysql+pymysql//user:password@host`, in an error about that URL).
+_URL_PASSWORD: Final = re.compile(r"(\b[a-z][a-z0-9+.-]*:?//[^:/\s@]*:)([^@\s/]+)(@)")
 _DOC_PLACEHOLDER: Final = re.compile(r"(\w)\1{7,}$|EXAMPLE(?:KEY)?$")
 """`sk_test_xxxxxxxxxxxxxxxx`, AWS's `AKIAIOSFODNN7EXAMPLE`: documented placeholders, not keys."""
 _URL_PLACEHOLDERS: Final = frozenset({"password", "pass", "passwd", "pwd", "pw", "secret"})
@@ -177,6 +178,7 @@ _FLAG_SPACED: Final = re.compile(
     rf"|\b(?:keytool|jarsigner)\b{_CMD_END}-(?:src|dest)?(?:store|key)pass(?::(?!env\b|file\b)\w+)?\s+"
     rf"|\bunlock-keychain\b{_CMD_END}-p\s+|\bbundle\s+config\s+(?:--\w+\s+)*[\w-]+(?:\.[\w-]+)+\s+"
     rf"|\bsnmp\w*\b{_CMD_END}-c\s+|--community(?:\s+|=)"  # an SNMP community string
+    rf"|\bldap\w+\b{_CMD_END}-w\s+"  # an LDAP bind password
     rf"|--pass(?:word|wd|phrase)?(?:\s+|=)){_FLAG_VALUE}"
 )
 # `echo 'x' | docker login -u me --password-stdin`: what is echoed into a password prompt. Each
@@ -198,20 +200,38 @@ _PRINTS_SECRET: Final = re.compile(
     r"(?i)[ \t]*(?:\$[ \t]+)?(?:cat[ \t][^\n]*(?:\.key|secret|token|passw)|(?:go)?pass[ \t]+show\b"
     r"|op[ \t]+read\b|vault[ \t]+(?:kv[ \t]+get|read)[ \t]+-field|security[ \t]+find-(?:generic|internet)-password\b)"
 )
+# `snyk auth 3f2a...`, `ngrok authtoken 2Ab...`: a token handed to a tool's auth or login command
+# (a host, as in `docker login registry.example.com`, has dots and is not one).
+_CLI_AUTH: Final = re.compile(
+    r"(?m)^([ \t]*(?:\$[ \t]+)?[\w.-]+[ \t]+(?:auth|authtoken|login|auth[ \t]+login)"
+    r"(?:[ \t]+--(?:token|auth-?token|api-?key)(?:[ \t]+|=))?[ \t]+)(?=[A-Za-z0-9_-]*\d)([A-Za-z0-9_-]{20,})\b(?!\.)"
+)
+# Hardhat's and Foundry's `accounts: ["0x<64 hex>"]`: the keys that sign for the network.
+_WALLET_KEYS: Final = re.compile(r"(?i)(\baccounts\s*:\s*\[\s*[\"'])(0x[0-9a-f]{64})\b")
+# "seed phrase, keep it offline:" then the 12 to 24 words on the next line.
+_SEED_WORDS: Final = re.compile(
+    r"(?im)^(?=[^\n]*\b(?:seed|recovery|mnemonic|secret)\b)([^\n]*\n[ \t]*)"
+    r"((?:[a-z]{3,8}[ \t]+){11,23}[a-z]{3,8})[ \t]*$"
+)
+SEED_LENGTHS: Final = frozenset({12, 15, 18, 21, 24})
 _BASE64_DECODE: Final = re.compile(r"\|[ \t]*base64[ \t]+(?:-d|-D|--decode)\b")
 # A chat transcript where someone answers a question about a password with the password alone:
 # "Me: the router page wants a password" ... "Alex: Pelican_4410". The speaker is a name, not a log
 # label (`ERROR:`, `Status:`), and the same chat's lines just before mention the password.
-_CHAT_REPLY: Final = re.compile(
-    r"(?m)^([ \t]*(?P<speaker>[A-Z][a-z]+(?:[ \t][A-Z][a-z]*\.?)?):[ \t]+)(\S{6,64})[ \t]*$"
+# A chat line: an optional time (`[10:43]`), a name (`Alex`, `Alex K.`, `bob`), a colon.
+_SPEAKER: Final = (
+    r"[ \t]*(?:\[\d{1,2}:\d{2}(?::\d{2})?\][ \t]*)?"
+    r"(?P<speaker>[A-Za-z][a-z]+(?:[._-]?[a-z0-9]+)?(?:[ \t][A-Z][a-z]*\.?)?):[ \t]+"
 )
-_CHAT_LINE: Final = re.compile(r"[ \t]*[A-Z][a-z]+(?:[ \t][A-Z][a-z]*\.?)?:[ \t]")
+_CHAT_REPLY: Final = re.compile(rf"(?m)^({_SPEAKER})(\S{{6,64}})[ \t]*$")
+_CHAT_LINE: Final = re.compile(_SPEAKER)
 _ASKS_FOR_SECRET: Final = re.compile(
-    r"(?i)pass(?:word|phrase|code)|\bpin\b|credentials|\bwi-?fi key"
+    r"(?i)pass(?:word|phrase|code)|\b(?:pin|pw|pwd|pass)\b|credentials|\bwi-?fi key"
 )
 _LABEL_WORDS: Final = frozenset(
-    """status error warning note hint info debug detail details version host port path type user
-    name date time result output input response request reason cause message code key value""".split()
+    """status error warning warn fatal trace note hint info debug detail details version host port
+    path type user name date time result output input response request reason cause message code key
+    value level""".split()
 )
 CHAT_LOOKBACK_LINES: Final = 4
 
@@ -296,11 +316,12 @@ _PUBLIC_BEFORE: Final = re.compile(
 published, not secret."""
 _PUBLIC_TOKEN: Final = re.compile(
     r"(?i)sha\d+-|AAAA[BCE][0-9]Nza|(?-i:pk_(?:live|test)_|pk\.eyJ|phc_|age1[02-9ac-hj-np-z]{58}\b"
-    r"|eyJ(?:hbGciOi|0eXAiOi)[A-Za-z0-9_-]*={0,2}\Z)"
+    r"|eyJ(?:hbGciOi|0eXAiOi)[A-Za-z0-9_-]*={0,2}\Z|(?:bc|tb)1[02-9ac-hj-np-z]{39,59}\b)"
 )
 """An integrity hash (`sha512-...`), an SSH public key's body (`AAAAC3NzaC1lZDI1NTE5...`), a
 publishable key (Stripe's `pk_live_`, Mapbox's `pk.`, PostHog's `phc_`), made to ship in a web page, an
-age recipient (`age1...`, a public key), or a JWT's header alone (`eyJhbGciOi...`, no signature)."""
+age recipient (`age1...`, a public key), a JWT's header alone (`eyJhbGciOi...`, no signature), or a
+Bitcoin address (`bc1q...`)."""
 
 # Passwords labelled in other languages: "das Passwort ist X", "la contraseña es X", "hasło to X",
 # "пароль X", "パスワードはXです". The value must look like a password (see `_prose_secret`).
@@ -902,9 +923,11 @@ def redact_patterns(text: str) -> tuple[str, int]:
     secret, and long random-looking tokens (base32 seeds, lower-case personal access tokens). Also
     passphrases of several words, security answers, a label far from its verb in other languages,
     a user and password joined by "and" or "with", `-u user -p x` and `-U user%x` flags, and a
-    variable or file named for a secret "is" or "contains" a value, and a password said alone in a
-    chat just after someone asked for it. Documented placeholders (`AKIA...EXAMPLE`,
-    `user:password@`), public keys, fingerprints and integrity hashes stay.
+    variable or file named for a secret "is" or "contains" a value, a password said alone in a
+    chat just after someone asked for it, a token given to a tool's `auth` or `login` command, a
+    wallet's keys and a seed phrase on the line after its label. Documented placeholders
+    (`AKIA...EXAMPLE`, `user:password@`), public keys, certificates, fingerprints, integrity
+    hashes, sealed (encrypted) secrets and Bitcoin addresses stay.
 
     Returns:
         The redacted text and the number of secrets replaced.
@@ -913,6 +936,7 @@ def redact_patterns(text: str) -> tuple[str, int]:
         return text, 0
     text = valid_text(text)  # what is redacted gets written: lone surrogates cannot be
     count = 0
+    may_be_public = _PUBLIC_MARKER.search(text) is not None
 
     def sub(pattern: re.Pattern[str], repl: str, value: str) -> str:
         nonlocal count
@@ -927,6 +951,8 @@ def redact_patterns(text: str) -> tuple[str, int]:
 
         def repl(match: re.Match[str]) -> str:
             nonlocal count
+            if may_be_public and _public_context(match.string, match.start()):
+                return match.group(0)
             out = redacted(match)
             if out is None:
                 return match.group(0)
@@ -943,7 +969,11 @@ def redact_patterns(text: str) -> tuple[str, int]:
             # After `=` or a password flag the value is the value: "secret" itself is one; after a
             # colon too, though "password: stored in the vault" says where it is.
             sep = match.group(1).rstrip(" \"'")[-1:]
-            if _code_not_value(secret, sep == ":") or _inside_arn(match.string, match.start(2)):
+            if (
+                _code_not_value(secret, sep == ":")
+                or _inside_arn(match.string, match.start(2))
+                or _public_context(match.string, match.start(2))
+            ):
                 return None
             if test:
                 plain = _plain_value(secret)
@@ -1008,6 +1038,13 @@ def redact_patterns(text: str) -> tuple[str, int]:
         _CHAT_REPLY, lambda m: f"{m.group(1)}{REDACTED}" if _chat_reply_secret(m) else None, text
     )
     text = keep_label(_DECODED_KEY, text, flag=True)
+    text = redact_each(_CLI_AUTH, lambda m: f"{m.group(1)}{REDACTED}", text)
+    text = redact_each(_WALLET_KEYS, lambda m: f"{m.group(1)}{REDACTED}", text)
+    text = redact_each(
+        _SEED_WORDS,
+        lambda m: f"{m.group(1)}{REDACTED}" if len(m.group(2).split()) in SEED_LENGTHS else None,
+        text,
+    )
     text = redact_each(
         _USER_THEN_PASSWORD,
         lambda m: (
@@ -1233,6 +1270,50 @@ _RECORD_ID: Final = re.compile(rf"(?i)\d{{4}}-?\d{{2}}-?\d{{2}}T\d|{secret_token
 """A time stamp (`20261128T165250Z-2817b1`, a run's id) or a UUID at the start of a token."""
 
 
+_PUBLIC_LABEL: Final = re.compile(
+    r"(?i)\b(?:public[_ -]?key|pub[_-]?key|(?:data-)?site[_-]?key)[\"']?\s*(?:=|:|=>)\s*[\"']?$"
+)
+"""WireGuard's `PublicKey = ...`, reCAPTCHA's `data-sitekey="..."`: keys made to be handed out."""
+_PUBLIC_BLOCK: Final = re.compile(r"-----(BEGIN|END) ([A-Z0-9 ]+)-----")
+PUBLIC_LOOKBACK: Final = 8_000
+_BLOCK_BODY: Final = re.compile(r"[ \t]*(?:\r?\n[A-Za-z0-9+/=]*)*")
+"""Inside a PEM block nothing but base64 comes before the value (a cut-off block ends there)."""
+_NEXT_DOCUMENT: Final = re.compile(r"\n---|\bkind:")
+_PUBLIC_MARKER: Final = re.compile(
+    r"(?i)-----BEGIN |encryptedData:|ssh-|ecdsa-sha2|public[_ -]?key|pub[_-]?key|site[_-]?key"
+)
+"""What `_public_context` needs to find anything: a text without one skips it for every value."""
+_SSH_KEY_BODY: Final = re.compile(
+    r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+AAAA[A-Za-z0-9+/=]*$"
+)
+
+
+def _public_context(text: str, start: int) -> bool:
+    """Whether the value at `start` is public by where it stands: after a public-key or site-key
+    label, inside a PEM public key or certificate, inside an SSH public key's body, or among a
+    SealedSecret's `encryptedData` (encrypted for the cluster, made to be committed)."""
+    if _PUBLIC_LABEL.search(text, max(0, start - 40), start):
+        return True
+    line = text[text.rfind("\n", 0, start) + 1 : start]
+    if _SSH_KEY_BODY.search(line):
+        return True
+    # Look back a bounded way: this runs for every candidate value of a long text.
+    begin = text.rfind("-----BEGIN ", max(0, start - PUBLIC_LOOKBACK), start)
+    label = _PUBLIC_BLOCK.match(text, begin) if begin >= 0 else None
+    if (
+        label is not None
+        and "PRIVATE" not in label[2]
+        and _BLOCK_BODY.fullmatch(text, label.end(), start)
+    ):
+        return True
+    sealed = text.rfind("encryptedData:", max(0, start - PUBLIC_LOOKBACK), start)
+    return (
+        sealed >= 0
+        and text.rfind("SealedSecret", max(0, sealed - PUBLIC_LOOKBACK), sealed) >= 0
+        and not _NEXT_DOCUMENT.search(text, sealed, start)
+    )
+
+
 def published(text: str, start: int, end: int) -> bool:
     """Whether the token at `text[start:end]` is made to be shown: a digest, a fingerprint, a public
     or publishable key, an object id, a time stamp or UUID, the value of a name for a hash or a
@@ -1248,6 +1329,7 @@ def published(text: str, start: int, end: int) -> bool:
         or _METADATA_SUFFIX.search(before.rstrip("\"'"))
         or token.startswith("arn:")
         or _inside_arn(text, start)
+        or _public_context(text, start)
     )
 
 
