@@ -82,11 +82,13 @@ _INJECTION: Final = re.compile(
         act\s+as\s+(?:a|an|my)\b
     | \b(?:pretend|imagine)\s+(?:to\s+be|you\s+are|you're|that\s+you\s+are)\b
     | \broleplay\s+as\b
-    | <\s*/?\s*(?:system|assistant|developer|user|instructions?|im_start|im_end)\s*>
-    | <\|(?:im_start|im_end|system|user|assistant|endoftext)\|>
-    | \[/?(?:INST|SYS)\]
-    | <<\s*/?\s*SYS\s*>>
-    | \#\#\#\s*(?:system|instruction)
+    # chat-template tokens in use, not quoted or talked about ("<|im_start|> and <|im_end|> are
+    # special tokens", "the "### Instruction" sections of our dataset")
+    | (?<![`"'])(?:<\s*/?\s*(?:system|assistant|developer|user|instructions?|im_start|im_end)\s*>
+        |<\|(?:im_start|im_end|system|user|assistant|endoftext)\|> | \[/?(?:INST|SYS)\]
+        | <<\s*/?\s*SYS\s*>> | \#\#\#\s*(?:system|instruction))(?![`"'])
+        (?!\w*\s*(?:,|/|\band\b|\bor\b|\bis\b|\bare\b|\btokens?\b|\bmarkers?\b|\btags?\b
+            |\bsections?\b|\bheaders?\b|\bblocks?\b))
     | \b(?:do\s+anything\s+now|dan\s+mode|jailbreak\s+mode|(?:are|be|get|now)\s+jailbroken)\b
     """
 )
