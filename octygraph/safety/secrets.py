@@ -936,7 +936,7 @@ def redact_patterns(text: str) -> tuple[str, int]:
         return text, 0
     text = valid_text(text)  # what is redacted gets written: lone surrogates cannot be
     count = 0
-    may_be_public = _PUBLIC_MARKER.search(text) is not None
+    markers = public_markers(text)
 
     def sub(pattern: re.Pattern[str], repl: str, value: str) -> str:
         nonlocal count
@@ -951,7 +951,7 @@ def redact_patterns(text: str) -> tuple[str, int]:
 
         def repl(match: re.Match[str]) -> str:
             nonlocal count
-            if may_be_public and _public_context(match.string, match.start()):
+            if markers and _public_context(match.string, match.start(), markers):
                 return match.group(0)
             out = redacted(match)
             if out is None:
@@ -972,7 +972,7 @@ def redact_patterns(text: str) -> tuple[str, int]:
             if (
                 _code_not_value(secret, sep == ":")
                 or _inside_arn(match.string, match.start(2))
-                or _public_context(match.string, match.start(2))
+                or _public_context(match.string, match.start(2), markers)
             ):
                 return None
             if test:
@@ -1280,32 +1280,47 @@ _BLOCK_BODY: Final = re.compile(r"[ \t]*(?:\r?\n[A-Za-z0-9+/=]*)*")
 """Inside a PEM block nothing but base64 comes before the value (a cut-off block ends there)."""
 _NEXT_DOCUMENT: Final = re.compile(r"\n---|\bkind:")
 _PUBLIC_MARKER: Final = re.compile(
-    r"(?i)-----BEGIN |encryptedData:|ssh-|ecdsa-sha2|public[_ -]?key|pub[_-]?key|site[_-]?key"
+    r"(?i)(?P<pem>-----BEGIN )|(?P<sealed>encryptedData:)|(?P<ssh>ssh-|ecdsa-sha2)"
+    r"|(?P<label>public[_ -]?key|pub[_-]?key|site[_-]?key)"
 )
-"""What `_public_context` needs to find anything: a text without one skips it for every value."""
+SSH_KEY_MAX: Final = 4_000
+"""An SSH public key's line is shorter than this (an RSA 8192 key is about 1,400 characters)."""
+
+
+def public_markers(text: str) -> frozenset[str]:
+    """Which of `_public_context`'s contexts `text` can hold at all: read once per text, so a long
+    text with many values does not look back for each of them in vain."""
+    return frozenset(m.lastgroup or "" for m in _PUBLIC_MARKER.finditer(text))
+
+
+_ALL_MARKERS: Final = frozenset({"pem", "sealed", "ssh", "label"})
 _SSH_KEY_BODY: Final = re.compile(
     r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+AAAA[A-Za-z0-9+/=]*$"
 )
 
 
-def _public_context(text: str, start: int) -> bool:
+def _public_context(text: str, start: int, markers: frozenset[str] = _ALL_MARKERS) -> bool:
     """Whether the value at `start` is public by where it stands: after a public-key or site-key
     label, inside a PEM public key or certificate, inside an SSH public key's body, or among a
-    SealedSecret's `encryptedData` (encrypted for the cluster, made to be committed)."""
-    if _PUBLIC_LABEL.search(text, max(0, start - 40), start):
+    SealedSecret's `encryptedData` (encrypted for the cluster, made to be committed). Each look
+    back is bounded: this runs for every candidate value of a long text."""
+    if "label" in markers and _PUBLIC_LABEL.search(text, max(0, start - 40), start):
         return True
-    line = text[text.rfind("\n", 0, start) + 1 : start]
-    if _SSH_KEY_BODY.search(line):
-        return True
-    # Look back a bounded way: this runs for every candidate value of a long text.
-    begin = text.rfind("-----BEGIN ", max(0, start - PUBLIC_LOOKBACK), start)
-    label = _PUBLIC_BLOCK.match(text, begin) if begin >= 0 else None
-    if (
-        label is not None
-        and "PRIVATE" not in label[2]
-        and _BLOCK_BODY.fullmatch(text, label.end(), start)
-    ):
-        return True
+    if "ssh" in markers:
+        line = max(text.rfind("\n", max(0, start - SSH_KEY_MAX), start) + 1, start - SSH_KEY_MAX)
+        if _SSH_KEY_BODY.search(text, max(0, line), start):
+            return True
+    if "pem" in markers:
+        begin = text.rfind("-----BEGIN ", max(0, start - PUBLIC_LOOKBACK), start)
+        label = _PUBLIC_BLOCK.match(text, begin) if begin >= 0 else None
+        if (
+            label is not None
+            and "PRIVATE" not in label[2]
+            and _BLOCK_BODY.fullmatch(text, label.end(), start)
+        ):
+            return True
+    if "sealed" not in markers:
+        return False
     sealed = text.rfind("encryptedData:", max(0, start - PUBLIC_LOOKBACK), start)
     return (
         sealed >= 0
