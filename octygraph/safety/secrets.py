@@ -216,9 +216,9 @@ _SEED_WORDS: Final = re.compile(
 SEED_LENGTHS: Final = frozenset({12, 15, 18, 21, 24})
 _BASE64_DECODE: Final = re.compile(r"\|[ \t]*base64[ \t]+(?:-d|-D|--decode)\b")
 # A chat transcript where someone answers a question about a password with the password alone:
-# "Me: the router page wants a password" ... "Alex: Pelican_4410". The speaker is a name, not a log
-# label (`ERROR:`, `Status:`), and the same chat's lines just before mention the password.
-# A chat line: an optional time (`[10:43]`), a name (`Alex`, `Alex K.`, `bob`), a colon.
+# "Me: the router page wants a password" ... "Alex: Pelican_4410". A chat line is an optional time
+# (`[10:43]`), a name (`Alex`, `Alex K.`, `bob`; not a log label such as `ERROR:` or `Status:`) and a
+# colon, and the same chat's lines just before mention the password.
 _SPEAKER: Final = (
     r"[ \t]*(?:\[\d{1,2}:\d{2}(?::\d{2})?\][ \t]*)?"
     r"(?P<speaker>[A-Za-z][a-z]+(?:[._-]?[a-z0-9]+)?(?:[ \t][A-Z][a-z]*\.?)?):[ \t]+"
@@ -240,13 +240,11 @@ def _chat_reply_secret(match: re.Match[str]) -> bool:
     """Whether a chat line that is one word answers, in the lines just before it, a question about
     a password (see `_CHAT_REPLY`)."""
     word = match.group(3).rstrip(".,!?")
-    if (
-        match["speaker"].lower() in _LABEL_WORDS or _VERSION.fullmatch(word) or _plain_value(word)
-    ) or not (
-        (any(c.isdigit() for c in word) and any(c.isalpha() for c in word))
-        or any(c in "!@#$%^&*+=~_" for c in word[1:-1])
-    ):
+    if match["speaker"].lower() in _LABEL_WORDS or _VERSION.fullmatch(word) or _plain_value(word):
         return False
+    mixed = any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
+    if not mixed and not any(c in "!@#$%^&*+=~_" for c in word[1:-1]):
+        return False  # a word ("awesome", "really?!"), not a password
     start = match.start()
     for _ in range(CHAT_LOOKBACK_LINES):
         if start <= 0:
@@ -1285,18 +1283,16 @@ _PUBLIC_MARKER: Final = re.compile(
 )
 SSH_KEY_MAX: Final = 4_000
 """An SSH public key's line is shorter than this (an RSA 8192 key is about 1,400 characters)."""
+_SSH_KEY_BODY: Final = re.compile(
+    r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+AAAA[A-Za-z0-9+/=]*$"
+)
+_ALL_MARKERS: Final = frozenset({"pem", "sealed", "ssh", "label"})
 
 
 def public_markers(text: str) -> frozenset[str]:
     """Which of `_public_context`'s contexts `text` can hold at all: read once per text, so a long
     text with many values does not look back for each of them in vain."""
     return frozenset(m.lastgroup or "" for m in _PUBLIC_MARKER.finditer(text))
-
-
-_ALL_MARKERS: Final = frozenset({"pem", "sealed", "ssh", "label"})
-_SSH_KEY_BODY: Final = re.compile(
-    r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+AAAA[A-Za-z0-9+/=]*$"
-)
 
 
 def _public_context(text: str, start: int, markers: frozenset[str] = _ALL_MARKERS) -> bool:
