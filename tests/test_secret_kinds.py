@@ -900,6 +900,64 @@ CASES = (
         "Zt8#qLm2Vx",
         "-f change.ldif",
     ),
+    (
+        "csv-secret-column",
+        "Login,Password,Sign-in URL\nr.ng,Wq7$Lm2#Zx9p,https://portal.example.com/login",
+        "Wq7$Lm2#Zx9p",
+        "https://portal.example.com/login",
+    ),
+    (
+        "numbered-backup-codes",
+        "Backup verification codes for ops@example.com\n1. 4821 9930    2. 1174 6021\n"
+        "3. 5502 8816    4. 7730 2294\nKeep them somewhere safe.",
+        "4821 9930",
+        "Keep them somewhere safe.",
+    ),
+    (
+        "setup-key-groups",
+        "Could not scan the QR code, so typed the setup key: kq4m 7zpw h2rx v9tn bd3c fy8e",
+        "kq4m 7zpw",
+        "Could not scan the QR code",
+    ),
+    (
+        "numbered-seed",
+        "Hardware wallet, cold storage:\n"
+        + "  ".join(
+            f"{n}. {w}"
+            for n, w in enumerate(
+                "maple orbit vivid sauce laptop ramp civil hollow jungle mercy stamp oyster".split(),
+                1,
+            )
+        )
+        + "\nThe PIN is on the other card.",
+        "vivid sauce",
+        "The PIN is on the other card.",
+    ),
+    (
+        "security-answer",
+        "Recovery info for the bank:\nQ: What was the name of your first pet?\nA: Biscotti\n"
+        "Q: Memorable place? (see the other note)",
+        "Biscotti",
+        "What was the name of your first pet?",
+    ),
+    (
+        "keypad-code",
+        "The keypad at the loading dock was reset this morning. New code is 5093# until Friday.",
+        "5093",
+        "until Friday",
+    ),
+    (
+        "alarm-type",
+        "- Alarm panel is behind the kitchen door: type 7716 then press OFF within 30 s",
+        "7716",
+        "press OFF",
+    ),
+    (
+        "new-one",
+        "Rotated the root password on the NAS today. New one: copper-meadow-vault-ripple",
+        "copper-meadow-vault-ripple",
+        "Rotated the root password on the NAS today.",
+    ),
 )
 
 
@@ -1055,6 +1113,16 @@ LOOK_ALIKES = (
     "kind: SealedSecret\nspec:\n  encryptedData:\n    token: AgBy3i4OJSWK+PiTySYZZA9rO43cGDEq"
     "Ak7XyGvq+Wg6Kx0lQ9zF3mN8pR2sT5vY7bC1dE4gH6jK8lM0nP2qS4uW6xZ8==",
     "Tips go to bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq (native segwit).",
+    # Encrypted values made to be committed, hashes that store no password, ids, validators.
+    "db_password: ENC[AES256_GCM,data:q8Zk1mP2rT7w,iv:Yx3Lp0Qm9Zt2Rw8Vn5Kj1Hs4Gd7Fb6Nc=,"
+    "tag:Wm2Qz8Lp5Xr1Tn7=,type:str]",
+    "ca.crt: |\n    -----BEGIN CERTIFICATE-----\n    MIIDdzCCAl+gAwIBAgIUw8gqExGUnD+5PVe/QSn5HZZyf\n"
+    "    qZ8WZGHlazFqm3iSaEnkc4SD/IlcxC648xY+wQnBnTjx\n    -----END CERTIFICATE-----",
+    " 17 | ana@example.com | $2b$12$/Qk9Zp2Lm7Xw4Rt1Vn8Yc.J5Hs3Gd6Fb0Nq2Wm8Zx4Lp7Tr1Vk9Yc",
+    "payment succeeded payment_intent=pi_3Qx7Lm2Zp9Wr4Tn8Vb1Kc5Hd amount=4900",
+    'PASSWORD_HASHERS = ["django.contrib.auth.hashers.Argon2PasswordHasher"]',
+    '{"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {}}',
+    "name,token_count,password_policy\nalice,12,strong\nbob,7,weak",
     "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7vbqajDhA/x1YbY8jK2Xl9e+tH4mR/Qz0Wp8sN3vF6cL1uD5oG2iE"
     "9hJ4kT7rA0bM3nV8yX2wZ6qP5sU1dF ci@runner",
 )

@@ -133,7 +133,8 @@ _METADATA_SUFFIX: Final = re.compile(
     r"(?i)(?:names?|paths?|relpath|files?|dir|urls?|sha\d*|hash|digest|checksum|types?|count|len"
     r"|length|size|env|var|field|header|prefix|suffix|hint|encryption|algorithm|algo|policy|scheme"
     r"|method|timeout|ttl|expiry|lifetime|rounds|iterations|cost|min|max|minimum|maximum|complexity"
-    r"|strength|format|mode|enabled|required)[\"']?\s*(?:=|:|=>)\s*$"
+    r"|strength|format|mode|enabled|required|hashers?|validators?|backends?|options|classes|handlers?)"
+    r"[\"']?\s*(?:=|:|=>)\s*\[?\s*$"
 )
 _ARN_BEFORE: Final = re.compile(r"\barn:[^\s\"']*$")
 """`arn:aws:secretsmanager:...:secret:prod/db`: inside an ARN, `secret:` names a secret, it holds none."""
@@ -255,6 +256,50 @@ def _chat_reply_secret(match: re.Match[str]) -> bool:
     return len(chat) == len(before) > 0 and any(_ASKS_FOR_SECRET.search(line) for line in chat)
 
 
+# A CSV export whose header names a secret column: `User name,Password,Console sign-in URL`.
+_CSV_HEADER: Final = re.compile(
+    r"[ \t]*[A-Za-z][\w .-]{0,39}(?:,[ \t]*[A-Za-z][\w .-]{0,39}){1,40}[ \t]*"
+)
+_SECRET_COLUMN: Final = re.compile(
+    r"(?i)(?:[\w .-]*[ _.-])?(?:password|passwd|secret|token|api[ _-]?key|private[ _-]?key"
+    r"|access[ _-]?key|client[ _-]?secret)(?:[ _-]?(?:value|key))?"
+)
+
+
+def _csv_secret_columns(text: str) -> tuple[str, int]:
+    """Each value under a CSV header's secret column (`Password`, `secret`, `api_key`) redacted,
+    in the rows that follow the header with as many fields; the number redacted."""
+    if "," not in text:
+        return text, 0
+    lines = text.split("\n")
+    count = 0
+    secret_columns: list[int] = []
+    width = 0
+    for i, line in enumerate(lines):
+        fields = line.split(",")
+        if secret_columns and len(fields) == width and '"' not in line:
+            for col in secret_columns:
+                value = fields[col].strip()
+                if len(value) >= 6 and not _plain_value(value):
+                    fields[col] = fields[col].replace(value, REDACTED)
+                    count += 1
+            lines[i] = ",".join(fields)
+            continue
+        secret_columns = []
+        if _CSV_HEADER.fullmatch(line):
+            secret_columns = [
+                c for c, f in enumerate(fields) if _SECRET_COLUMN.fullmatch(f.strip())
+            ]
+            width = len(fields)
+    return ("\n".join(lines), count) if count else (text, 0)
+
+
+def _numbered_seed(run: str) -> bool:
+    """Whether a numbered list of single words is a seed phrase: 12 to 24 of them, numbered 1, 2, 3 ..."""
+    numbers = [int(n) for n in _NUMBERED_WORD.findall(run)]
+    return len(numbers) in SEED_LENGTHS and numbers == list(range(1, len(numbers) + 1))
+
+
 def _prints_secret(line: str) -> bool:
     """Whether a shell line prints a secret: `cat` of a key file, `pass show`, `op read`, `vault ...
     -field`, the macOS keychain, or a Kubernetes secret piped to `base64 -d`."""
@@ -308,18 +353,18 @@ _DIGEST_PREFIX: Final = r"(?:sha\d+|md5|h1):"
 _DIGEST_START: Final = re.compile(rf"(?i){_DIGEST_PREFIX}")
 _PUBLIC_BEFORE: Final = re.compile(
     rf"(?i)(?:\b{_DIGEST_PREFIX}|\b(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+"
-    r"|\bdata:[\w/+.-]+;base64,)$"
+    r"|\bdata:[\w/+.-]+;base64,|\$2[aby]?\$\d{2}\$[./A-Za-z0-9]*)$"
 )
 """A key's fingerprint, a public key (`SHA256:...`, `ssh-ed25519 AAAA...`) or a data URI's content is
 published, not secret."""
 _PUBLIC_TOKEN: Final = re.compile(
     r"(?i)sha\d+-|AAAA[BCE][0-9]Nza|(?-i:pk_(?:live|test)_|pk\.eyJ|phc_|age1[02-9ac-hj-np-z]{58}\b"
-    r"|eyJ(?:hbGciOi|0eXAiOi)[A-Za-z0-9_-]*={0,2}\Z|(?:bc|tb)1[02-9ac-hj-np-z]{39,59}\b)"
+    r"|eyJ(?:hbGciOi|0eXAiOi)[A-Za-z0-9_-]*={0,2}\Z|(?:bc|tb)1[02-9ac-hj-np-z]{39,59}\b|\$2[aby]?\$\d{2}\$)"
 )
 """An integrity hash (`sha512-...`), an SSH public key's body (`AAAAC3NzaC1lZDI1NTE5...`), a
 publishable key (Stripe's `pk_live_`, Mapbox's `pk.`, PostHog's `phc_`), made to ship in a web page, an
-age recipient (`age1...`, a public key), a JWT's header alone (`eyJhbGciOi...`, no signature), or a
-Bitcoin address (`bc1q...`)."""
+age recipient (`age1...`, a public key), a JWT's header alone (`eyJhbGciOi...`, no signature), a
+Bitcoin address (`bc1q...`), or a bcrypt hash (`$2b$12$...`), which stores no password."""
 
 # Passwords labelled in other languages: "das Passwort ist X", "la contraseña es X", "hasło to X",
 # "пароль X", "パスワードはXです". The value must look like a password (see `_prose_secret`).
@@ -419,7 +464,7 @@ _KEY_CALL: Final = re.compile(
 )
 # `define('DB_PASSWORD', 'x')`, `config.set("api_key", "x")`: a name for a secret, then its value.
 _NAMED_ARGUMENT: Final = re.compile(
-    r"(?i)([\"'][\w.-]*(?:password|passwd|secret|token|api_?key|auth_?key|salt)[\w.-]*[\"']\s*,\s*[\"'])"
+    r"(?i)([\"'](?:[\w-]+\.)?[\w-]*(?:password|passwd|secret|token|api_?key|auth_?key|salt)[\w.-]*[\"']\s*,\s*[\"'])"
     r"([^\"'\n]+)"
 )
 _CJK: Final = re.compile(
@@ -551,7 +596,9 @@ def _prose_secret(value: str, password: bool = False) -> bool:
 # base32 seeds after "seed", "TOTP", "2FA" or 32 characters long.
 _LOWER_TOKEN: Final = re.compile(r"(?<![\w/.@-])[a-z0-9]{40,}(?![\w/@-])")
 _BASE32: Final = re.compile(r"(?<![\w/.-])[A-Z2-7]{16,}(?![\w/-])")
-_OTP_CUE: Final = re.compile(r"(?i)\b(?:seed|secret|totp|otp|2fa|mfa|authenticator)\b[^.\n]{0,70}$")
+_OTP_CUE: Final = re.compile(
+    r"(?i)\b(?:seed|secret|totp|otp|2fa|mfa|authenticator|setup\s+key)\b[^.\n]{0,70}$"
+)
 _COMMIT_CUE: Final = re.compile(
     r"(?i)\b(?:commit|sha|rev(?:ision)?|hash|digest|checksum|etag)\W*$"
     r"|\b(?:md5|sha\d*)\s*\([^()\n]*\)\s*=\s*$"  # `MD5 (file.iso) = ...`, as BSD's md5 prints it
@@ -605,6 +652,31 @@ _ONE_CODE: Final = re.compile(
 _LICENCE_KEY: Final = re.compile(
     r"(?i)(\b(?:licen[cs]e|serial|product\s+key|activation|key)\b[^\n]{0,40}?[\s(:=]\(?)"
     r"((?-i:[A-Z0-9]{2,6}(?:-[A-Z0-9]{4,6}){3,7}))(?![\w-])"
+)
+# Google's backup codes: "1. 6215 0391    2. 7274 6587", a few lines under "backup ... codes".
+_NUMBERED_CODE: Final = re.compile(r"(?m)(\b\d{1,2}\.[ \t]+)(\d{4}[ \t]\d{4})(?![\d-])")
+_CODES_TITLE: Final = re.compile(
+    r"(?i)\b(?:backup|recovery|verification|2fa|mfa)\b[^\n]{0,30}\bcodes?\b"
+)
+# A seed phrase written as a numbered list: "1. father  2. display ... 24. broken".
+_NUMBERED_WORDS: Final = re.compile(
+    r"(?:(?<![\w.])\d{1,2}\.[ \t]+[a-z]{3,8}\b[ \t]*(?:\r?\n[ \t]*)?){12,24}"
+)
+_NUMBERED_WORD: Final = re.compile(r"(\d{1,2})\.[ \t]+[a-z]{3,8}\b")
+# "Q: What is your mother's maiden name?" then "A: ...": the answer to a security question.
+_SECURITY_QA: Final = re.compile(
+    r"(?im)^([ \t]*Q[:.)][^\n]*\b(?:maiden|pet|born|street|school|memorable|favou?rite|first\s+car"
+    r"|city|security\s+question)\b[^\n]*\n[ \t]*A[:.)][ \t]*)([^\n]*?\S)[ \t]*$"
+)
+# "the keypad ... was reprogrammed. New code is 4719#", "alarm panel ...: type 8362 then press OFF".
+_KEYPAD_CODE: Final = re.compile(
+    r"(?i)(\b(?:keypad|alarm|door|gate|safe|lockbox|key\s?safe|garage)\b[^\n]{0,100}?"
+    r"\b(?:type|enter|punch\s+in|key\s+in|code\s+is|code:)[ \t]*)(\d{4,8}[#*]?)(?![\d.,:]\d)"
+)
+# "Rotated the master password for the vault today. New one: glacier-tumble-orchid-...".
+_NEW_ONE: Final = re.compile(
+    r"(?i)(\b(?:password|passphrase|passcode|pass\s?word)\b[^\n]{0,120}?\bnew\s+one"
+    r"(?:\s+is\s+|\s*[:=]\s*))([^\s\"'`,;]+)"
 )
 # A TOTP seed written in groups of four: "the TOTP secret is 7QHZ 3LMK P2XR 9VTW".
 _GROUPED_SEED: Final = re.compile(r"(?<![\w-])(?:[A-Za-z0-9]{4}[ ]){3,}[A-Za-z0-9]{4}(?![\w-])")
@@ -923,9 +995,11 @@ def redact_patterns(text: str) -> tuple[str, int]:
     a user and password joined by "and" or "with", `-u user -p x` and `-U user%x` flags, and a
     variable or file named for a secret "is" or "contains" a value, a password said alone in a
     chat just after someone asked for it, a token given to a tool's `auth` or `login` command, a
-    wallet's keys and a seed phrase on the line after its label. Documented placeholders
-    (`AKIA...EXAMPLE`, `user:password@`), public keys, certificates, fingerprints, integrity
-    hashes, sealed (encrypted) secrets and Bitcoin addresses stay.
+    wallet's keys, a seed phrase on the line after its label or as a numbered list, a CSV column
+    named for a secret, numbered backup codes, the answer to a security question, a keypad's code
+    and "the password ... new one: X". Documented placeholders (`AKIA...EXAMPLE`,
+    `user:password@`), public keys, certificates, fingerprints, integrity hashes, bcrypt hashes,
+    encrypted values (sops, SealedSecrets), payment object ids and Bitcoin addresses stay.
 
     Returns:
         The redacted text and the number of secrets replaced.
@@ -1036,6 +1110,8 @@ def redact_patterns(text: str) -> tuple[str, int]:
         _CHAT_REPLY, lambda m: f"{m.group(1)}{REDACTED}" if _chat_reply_secret(m) else None, text
     )
     text = keep_label(_DECODED_KEY, text, flag=True)
+    text, found = _csv_secret_columns(text)
+    count += found
     text = redact_each(_CLI_AUTH, lambda m: f"{m.group(1)}{REDACTED}", text)
     text = redact_each(_WALLET_KEYS, lambda m: f"{m.group(1)}{REDACTED}", text)
     text = redact_each(
@@ -1174,8 +1250,32 @@ def redact_patterns(text: str) -> tuple[str, int]:
         text,
     )
     # Codes and cookies: the label stays, whatever value its pattern matched goes.
-    for pattern in (_BACKUP_CODES, _PIN, _PIN_BARE, _ONE_CODE, _SESSION_COOKIE, _LICENCE_KEY):
+    for pattern in (
+        _BACKUP_CODES, _PIN, _PIN_BARE, _ONE_CODE, _SESSION_COOKIE, _LICENCE_KEY, _SECURITY_QA,
+        _KEYPAD_CODE,
+    ):  # fmt: skip
         text = redact_each(pattern, lambda m: f"{m.group(1)}{REDACTED}", text)
+    text = redact_each(
+        _NUMBERED_CODE,
+        lambda m: (
+            f"{m.group(1)}{REDACTED}"
+            if _CODES_TITLE.search(m.string, max(0, m.start() - 300), m.start())
+            else None
+        ),
+        text,
+    )
+    text = redact_each(
+        _NUMBERED_WORDS, lambda m: REDACTED if _numbered_seed(m.group()) else None, text
+    )
+    text = redact_each(
+        _NEW_ONE,
+        lambda m: (
+            f"{m.group(1)}{REDACTED}"
+            if len(m.group(2)) >= 6 and not _plain_value(m.group(2))
+            else None
+        ),
+        text,
+    )
 
     def hook_url(match: re.Match[str]) -> str | None:
         url, tokens = _PATH_TOKEN.subn(REDACTED, match.group())
@@ -1236,6 +1336,7 @@ def redact_patterns(text: str) -> tuple[str, int]:
             _PUBLIC_BEFORE.search(before)
             or _PUBLIC_TOKEN.match(token)
             or _PUBLIC_TOKEN.match(value)
+            or _OBJECT_ID.fullmatch(value)
             or not _looks_random(token)
         ):
             return None
@@ -1274,11 +1375,11 @@ _PUBLIC_LABEL: Final = re.compile(
 """WireGuard's `PublicKey = ...`, reCAPTCHA's `data-sitekey="..."`: keys made to be handed out."""
 _PUBLIC_BLOCK: Final = re.compile(r"-----(BEGIN|END) ([A-Z0-9 ]+)-----")
 PUBLIC_LOOKBACK: Final = 8_000
-_BLOCK_BODY: Final = re.compile(r"[ \t]*(?:\r?\n[A-Za-z0-9+/=]*)*")
+_BLOCK_BODY: Final = re.compile(r"[ \t]*(?:\r?\n[ \t]*[A-Za-z0-9+/=]*)*")
 """Inside a PEM block nothing but base64 comes before the value (a cut-off block ends there)."""
 _NEXT_DOCUMENT: Final = re.compile(r"\n---|\bkind:")
 _PUBLIC_MARKER: Final = re.compile(
-    r"(?i)(?P<pem>-----BEGIN )|(?P<sealed>encryptedData:)|(?P<ssh>ssh-|ecdsa-sha2)"
+    r"(?i)(?P<pem>-----BEGIN )|(?P<sealed>encryptedData:)|(?P<ssh>ssh-|ecdsa-sha2)|(?P<sops>ENC\[)"
     r"|(?P<label>public[_ -]?key|pub[_-]?key|site[_-]?key)"
 )
 SSH_KEY_MAX: Final = 4_000
@@ -1286,7 +1387,7 @@ SSH_KEY_MAX: Final = 4_000
 _SSH_KEY_BODY: Final = re.compile(
     r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+AAAA[A-Za-z0-9+/=]*$"
 )
-_ALL_MARKERS: Final = frozenset({"pem", "sealed", "ssh", "label"})
+_ALL_MARKERS: Final = frozenset({"pem", "sealed", "ssh", "label", "sops"})
 
 
 def public_markers(text: str) -> frozenset[str]:
@@ -1297,9 +1398,9 @@ def public_markers(text: str) -> frozenset[str]:
 
 def _public_context(text: str, start: int, markers: frozenset[str] = _ALL_MARKERS) -> bool:
     """Whether the value at `start` is public by where it stands: after a public-key or site-key
-    label, inside a PEM public key or certificate, inside an SSH public key's body, or among a
-    SealedSecret's `encryptedData` (encrypted for the cluster, made to be committed). Each look
-    back is bounded: this runs for every candidate value of a long text."""
+    label, inside a PEM public key or certificate, inside an SSH public key's body, inside a value
+    sops encrypted, or among a SealedSecret's `encryptedData` (encrypted values, made to be
+    committed). Each look back is bounded: this runs for every candidate value of a long text."""
     if "label" in markers and _PUBLIC_LABEL.search(text, max(0, start - 40), start):
         return True
     if "ssh" in markers:
@@ -1315,6 +1416,11 @@ def _public_context(text: str, start: int, markers: frozenset[str] = _ALL_MARKER
             and _BLOCK_BODY.fullmatch(text, label.end(), start)
         ):
             return True
+    if "sops" in markers:
+        line = max(text.rfind("\n", 0, start) + 1, start - PUBLIC_LOOKBACK)
+        opened = text.rfind("ENC[", line, start + 4)
+        if opened >= 0 and "]" not in text[opened:start]:
+            return True  # a value sops encrypted: `ENC[AES256_GCM,data:...,iv:...]`
     if "sealed" not in markers:
         return False
     sealed = text.rfind("encryptedData:", max(0, start - PUBLIC_LOOKBACK), start)
