@@ -958,6 +958,13 @@ CASES = (
         "copper-meadow-vault-ripple",
         "Rotated the root password on the NAS today.",
     ),
+    (
+        "passphrase-line-end",
+        "<mira> the deploy key is at ~/.ssh/deploy_ed25519\n<mira> passphrase: amber kettle 72 "
+        "falcon\n<jon> thanks, ssh-add worked",
+        "kettle 72 falcon",
+        "ssh-add worked",
+    ),
 )
 
 

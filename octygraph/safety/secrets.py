@@ -405,10 +405,11 @@ _QUOTED_PHRASE: Final = re.compile(
     rf"(?i)(\b(?:{_PASSPHRASE_LABEL})\b(?:[^.\n?!\"'“‘`]|\.(?=\S)){{0,80}}?(?:[:=]|\b(?:is|was|it's|it\s+is|es|est"
     rf"|ist|lautet|é|è|which\s+is))[ \t]*)([\"'“‘`])([^\"'”’`\n]{{3,200}}?)([\"'”’`])"
 )
-# "my ssh key passphrase is correct horse battery staple, how do I ...": unquoted words to a break.
+# "my ssh key passphrase is correct horse battery staple, how do I ...": unquoted words to a break
+# (the end of a line included: "passphrase: tangerine lighthouse 41 otter" in a chat log).
 _PHRASE_LABEL: Final = r"pass\s?phrase|master\s+password|security\s+answer"
 _BARE_PHRASE: Final = re.compile(
-    rf"(?i)(\b(?:{_PHRASE_LABEL})\b[^.\n?!:=]{{0,60}}?\s(?:is|was)\s+|\b(?:{_PHRASE_LABEL})\s*:\s*)"
+    rf"(?im)(\b(?:{_PHRASE_LABEL})\b[^.\n?!:=]{{0,60}}?\s(?:is|was)\s+|\b(?:{_PHRASE_LABEL})\s*:\s*)"
     r"((?:[a-z0-9]+[ \t]+){1,7}[a-z0-9]+)(?=[ \t]*(?:[—–,;.?!(]|[ \t]-[ \t]|$))"
 )
 # `TWILIO_AUTH_TOKEN is 0b23...`, "config/master.key contains 5b1b...": a variable or file named
