@@ -939,9 +939,7 @@ def _inside_arn(text: str, position: int) -> bool:
 
 def _labelled(match: re.Match[str]) -> str:
     label, value = match.group(1), match.group(2)
-    if _code_not_value(value, label.rstrip()[-1:] == ":") or _inside_arn(
-        match.string, match.start(2)
-    ):
+    if _code_not_value(value, label.rstrip()[-1:] == ":"):
         return match.group(0)
     bare = value.strip("\"'.,;")
     if bare.lower() in _FIELD_WORDS and not re.match(r"(?i)\s*p(?:ass|w|wd|swd)", label):
@@ -1042,10 +1040,8 @@ def redact_patterns(text: str) -> tuple[str, int]:
             # After `=` or a password flag the value is the value: "secret" itself is one; after a
             # colon too, though "password: stored in the vault" says where it is.
             sep = match.group(1).rstrip(" \"'")[-1:]
-            if (
-                _code_not_value(secret, sep == ":")
-                or _inside_arn(match.string, match.start(2))
-                or _public_context(match.string, match.start(2), markers)
+            if _code_not_value(secret, sep == ":") or _public_context(
+                match.string, match.start(2), markers
             ):
                 return None
             if test:
@@ -1180,11 +1176,7 @@ def redact_patterns(text: str) -> tuple[str, int]:
     def suffixed(match: re.Match[str]) -> str | None:
         value = match.group(2)
         bare = value.strip("\"'")
-        if (
-            _METADATA_SUFFIX.search(match.group(1))
-            or _CODE_VALUE.fullmatch(bare)
-            or _inside_arn(match.string, match.start(2))
-        ):
+        if _METADATA_SUFFIX.search(match.group(1)) or _CODE_VALUE.fullmatch(bare):
             return None
         if not _prose_secret(bare):
             return None
@@ -1206,7 +1198,9 @@ def redact_patterns(text: str) -> tuple[str, int]:
         if value[:1].isdigit() and _DIGIT_COLON.search(match.group(1)):
             return None  # "token expired at 10:22:05Z": a colon between digits is a time or a port
         if _inside_arn(match.string, match.start(2)):
-            return None
+            return (
+                None  # "--secret-id arn:aws:...": the label stands before the ARN, its value in it
+            )
         # `key`, `token`, `clave` (key), `parola` (word) name other things too: stricter there.
         password = _NOT_PASSWORD_LABEL.match(match.group(1)) is None
         quoted = match.group(1)[-1:] in "\"'`“"  # "requirepass set to `foobared`"
@@ -1381,6 +1375,7 @@ _BLOCK_BODY: Final = re.compile(r"[ \t]*(?:\r?\n[ \t]*[A-Za-z0-9+/=]*)*")
 _NEXT_DOCUMENT: Final = re.compile(r"\n---|\bkind:")
 _PUBLIC_MARKER: Final = re.compile(
     r"(?i)(?P<pem>-----BEGIN )|(?P<sealed>encryptedData:)|(?P<ssh>ssh-|ecdsa-sha2)|(?P<sops>ENC\[)"
+    r"|(?P<arn>\barn:)"
     r"|(?P<label>public[_ -]?key|pub[_-]?key|site[_-]?key)"
 )
 SSH_KEY_MAX: Final = 4_000
@@ -1388,7 +1383,7 @@ SSH_KEY_MAX: Final = 4_000
 _SSH_KEY_BODY: Final = re.compile(
     r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+AAAA[A-Za-z0-9+/=]*$"
 )
-_ALL_MARKERS: Final = frozenset({"pem", "sealed", "ssh", "label", "sops"})
+_ALL_MARKERS: Final = frozenset({"pem", "sealed", "ssh", "label", "sops", "arn"})
 
 
 def public_markers(text: str) -> frozenset[str]:
@@ -1398,10 +1393,13 @@ def public_markers(text: str) -> frozenset[str]:
 
 
 def _public_context(text: str, start: int, markers: frozenset[str] = _ALL_MARKERS) -> bool:
-    """Whether the value at `start` is public by where it stands: after a public-key or site-key
-    label, inside a PEM public key or certificate, inside an SSH public key's body, inside a value
-    sops encrypted, or among a SealedSecret's `encryptedData` (encrypted values, made to be
-    committed). Each look back is bounded: this runs for every candidate value of a long text."""
+    """Whether the value at `start` is public by where it stands: inside an ARN (a name), after a
+    public-key or site-key label, inside a PEM public key or certificate, inside an SSH public key's
+    body, inside a value sops encrypted, or among a SealedSecret's `encryptedData` (encrypted
+    values, made to be committed). Each look back is bounded: this runs for every candidate value
+    of a long text."""
+    if "arn" in markers and _inside_arn(text, start):
+        return True
     if "label" in markers and _PUBLIC_LABEL.search(text, max(0, start - 40), start):
         return True
     if "ssh" in markers:
@@ -1446,7 +1444,6 @@ def published(text: str, start: int, end: int) -> bool:
         or _COMMIT_CUE.search(before)
         or _METADATA_SUFFIX.search(before.rstrip("\"'"))
         or token.startswith("arn:")
-        or _inside_arn(text, start)
         or _public_context(text, start)
     )
 
