@@ -837,15 +837,15 @@ def _no_value(bare: str) -> bool:
     )
 
 
+def _shown_or_named(bare: str) -> bool:
+    """Made to be shown (`pk_live_...`, `pk.eyJ...`, see `_PUBLIC_TOKEN`) or a resource's name (an ARN)."""
+    return _PUBLIC_TOKEN.match(bare) is not None or bare.startswith("arn:")
+
+
 def _plain_value(value: str) -> bool:
     """Not a secret: empty, a placeholder, a number, or a word such as `true` or `stored`."""
     bare = value.strip("\"'`")
-    return (
-        _no_value(bare)
-        or _PUBLIC_TOKEN.match(bare) is not None  # made to be shown: `pk_live_...`, `pk.eyJ...`
-        or bare.startswith("arn:")  # a resource's name
-        or bare.lower() in _NOT_A_VALUE
-    )
+    return _no_value(bare) or _shown_or_named(bare) or bare.lower() in _NOT_A_VALUE
 
 
 def _assigned_plain(value: str) -> bool:
@@ -854,8 +854,7 @@ def _assigned_plain(value: str) -> bool:
     bare = value.strip("\"'`")
     return (
         _no_value(bare)
-        or _PUBLIC_TOKEN.match(bare) is not None
-        or bare.startswith("arn:")
+        or _shown_or_named(bare)
         or bare.lower()
         in {
             "true",
@@ -1197,10 +1196,9 @@ def redact_patterns(text: str) -> tuple[str, int]:
         value = match.group(2)
         if value[:1].isdigit() and _DIGIT_COLON.search(match.group(1)):
             return None  # "token expired at 10:22:05Z": a colon between digits is a time or a port
+        # "--secret-id arn:aws:...": the label stands before the ARN, its value inside it.
         if _inside_arn(match.string, match.start(2)):
-            return (
-                None  # "--secret-id arn:aws:...": the label stands before the ARN, its value in it
-            )
+            return None
         # `key`, `token`, `clave` (key), `parola` (word) name other things too: stricter there.
         password = _NOT_PASSWORD_LABEL.match(match.group(1)) is None
         quoted = match.group(1)[-1:] in "\"'`“"  # "requirepass set to `foobared`"
@@ -1416,9 +1414,9 @@ def _public_context(text: str, start: int, markers: frozenset[str] = _ALL_MARKER
         ):
             return True
     if "sops" in markers:
-        line = max(text.rfind("\n", 0, start) + 1, start - PUBLIC_LOOKBACK)
-        opened = text.rfind("ENC[", line, start + 4)
-        if opened >= 0 and "]" not in text[opened:start]:
+        line = text.rfind("\n", max(0, start - PUBLIC_LOOKBACK), start) + 1
+        opened = text.rfind("ENC[", max(line, start - PUBLIC_LOOKBACK), start + 4)
+        if opened >= 0 and text.find("]", opened, start) < 0:
             return True  # a value sops encrypted: `ENC[AES256_GCM,data:...,iv:...]`
     if "sealed" not in markers:
         return False
@@ -1436,14 +1434,13 @@ def published(text: str, start: int, end: int) -> bool:
     file, or part of an ARN. The patterns keep these; the learned model (`secret_tokens`) must too."""
     token, before = text[start:end], text[max(0, start - 80) : start]
     return bool(
-        _PUBLIC_TOKEN.match(token)
+        _shown_or_named(token)
         or _DIGEST_START.match(token)
         or _OBJECT_ID.fullmatch(token)
         or _RECORD_ID.match(token)
         or _PUBLIC_BEFORE.search(before)
         or _COMMIT_CUE.search(before)
         or _METADATA_SUFFIX.search(before.rstrip("\"'"))
-        or token.startswith("arn:")
         or _public_context(text, start)
     )
 
