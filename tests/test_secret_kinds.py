@@ -965,6 +965,51 @@ CASES = (
         "kettle 72 falcon",
         "ssh-add worked",
     ),
+    (
+        "scheme-word",
+        'curl -H "Authorization: Graylog 7E21AC9B-55D0-4F3A-9B1C-0D2E6F8A1B3C" https://logs.internal/api',
+        "7E21AC9B-55D0",
+        "https://logs.internal/api",
+    ),
+    (
+        "seed-same-line",
+        "Hot wallet for the faucet (testnet only, mostly): seed: "
+        "lantern quiver almond basket timber velvet orchid pepper hollow canyon ripple mango",
+        "orchid pepper hollow",
+        "Hot wallet for the faucet",
+    ),
+    (
+        "key-manually",
+        "No camera on this laptop, so type the code in by hand:\nq3xv mb7k 2hdz ptw4 6yce n2ra wl5s "
+        "jk7f\nthen confirm with the six digits.",
+        "2hdz ptw4",
+        "confirm with the six digits",
+    ),
+    (
+        "keypad-new-one",
+        "Voicemail from Ana: the storeroom keypad changed, the new one's 7305*, see you Monday.",
+        "7305",
+        "see you Monday",
+    ),
+    (
+        "its-after-prompt",
+        "admin@10.4.0.7's password:\nPermission denied, please try again.\n"
+        "(wrong terminal, never mind, it's Lagoon_Ferry_42 anyway)",
+        "Lagoon_Ferry_42",
+        "Permission denied, please try again.",
+    ),
+    (
+        "chat-try",
+        "[09:12] omar: what do I use to log in to the old wiki?\n[09:13] bea: try Quartz_Ledge_19",
+        "Quartz_Ledge_19",
+        "what do I use to log in to the old wiki?",
+    ),
+    (
+        "byte-array-key",
+        "cat deployer.json\n[" + ",".join(str((i * 37 + 11) % 256) for i in range(64)) + "]",
+        ",".join(str((i * 37 + 11) % 256) for i in range(20, 30)),
+        "cat deployer.json",
+    ),
 )
 
 
@@ -1132,6 +1177,12 @@ LOOK_ALIKES = (
     "name,token_count,password_policy\nalice,12,strong\nbob,7,weak",
     "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7vbqajDhA/x1YbY8jK2Xl9e+tH4mR/Qz0Wp8sN3vF6cL1uD5oG2iE"
     "9hJ4kT7rA0bM3nV8yX2wZ6qP5sU1dF ci@runner",
+    # A Google sign-in client id ships in the page; a password prompt's next line is not its value.
+    "OAUTH_WEB_CLIENT=771204936611-3kq0v8n5tbx2l7w9mz4p6hr1ycd0fsja.apps.googleusercontent.com",
+    "ops@db-2's password:\nConnection closed by 10.0.3.9 port 22",
+    # Numbers in a list that no byte holds, and words after a colon that no seed is made of.
+    "histogram: [" + ",".join(str(300 + i) for i in range(64)) + "]",
+    "[11:02] kim: is the admin page up?\n[11:03] lee: yes",
 )
 
 

@@ -91,7 +91,9 @@ _TOKENS: Final = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS), re.DO
 
 # Secrets after a label: the label stays, the value goes.
 _AUTH_HEADER: Final = re.compile(
-    r"(?i)\b((?:proxy-)?authorization\s*[:=]\s*[\"']?(?:basic|bearer|token|digest|negotiate|apikey)?"
+    r"(?i)\b((?:proxy-)?authorization\s*[:=]\s*[\"']?(?:basic|bearer|token|digest|negotiate|apikey"
+    # a vendor's own scheme word before its token: `Authorization: Splunk <token>`
+    r"|(?-i:[A-Z])[\w-]{1,24}(?=[ \t]+(?=[^\s\"',;]*\d)[^\s\"',;]{8,}))?"
     r"\s*)(?![\w.]*\()([^\s\"',;]{6,})"
 )
 _BEARER: Final = re.compile(
@@ -214,6 +216,11 @@ _SEED_WORDS: Final = re.compile(
     r"(?im)^(?=[^\n]*\b(?:seed|recovery|mnemonic|secret)\b)([^\n]*\n[ \t]*)"
     r"((?:[a-z]{3,8}[ \t]+){11,23}[a-z]{3,8})[ \t]*$"
 )
+# "metamask seed for the test wallet (careful): orbit velvet ... eager": the words after the label.
+_SEED_AFTER_LABEL: Final = re.compile(
+    r"(?im)(\b(?:seed|mnemonic|recovery\s+phrase|secret\s+phrase)\b[^\n:]{0,120}:[ \t]*)"
+    r"((?:[a-z]{3,8}[ \t]+){11,23}[a-z]{3,8})[ \t]*$"
+)
 SEED_LENGTHS: Final = frozenset({12, 15, 18, 21, 24})
 _BASE64_DECODE: Final = re.compile(r"\|[ \t]*base64[ \t]+(?:-d|-D|--decode)\b")
 # A chat transcript where someone answers a question about a password with the password alone:
@@ -224,10 +231,13 @@ _SPEAKER: Final = (
     r"[ \t]*(?:\[\d{1,2}:\d{2}(?::\d{2})?\][ \t]*)?"
     r"(?P<speaker>[A-Za-z][a-z]+(?:[._-]?[a-z0-9]+)?(?:[ \t][A-Z][a-z]*\.?)?):[ \t]+"
 )
-_CHAT_REPLY: Final = re.compile(rf"(?m)^({_SPEAKER})(\S{{6,64}})[ \t]*$")
+_CHAT_REPLY: Final = re.compile(
+    rf"(?m)^({_SPEAKER}(?:(?:try|use|it'?s)[ \t]+)?)(\S{{6,64}})[ \t]*$"
+)
 _CHAT_LINE: Final = re.compile(_SPEAKER)
+_NAMES_PASSWORD: Final = r"(?i)pass(?:word|phrase|code)|\b(?:pin|pw|pwd|pass)\b"
 _ASKS_FOR_SECRET: Final = re.compile(
-    r"(?i)pass(?:word|phrase|code)|\b(?:pin|pw|pwd|pass)\b|credentials|\bwi-?fi key"
+    rf"{_NAMES_PASSWORD}|credentials|\bwi-?fi key|\blog-?\s?in\b|\bsign-?\s?in\b|\badmin\b"
 )
 _LABEL_WORDS: Final = frozenset(
     """status error warning warn fatal trace note hint info debug detail details version host port
@@ -246,14 +256,32 @@ def _chat_reply_secret(match: re.Match[str]) -> bool:
     mixed = any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
     if not mixed and not any(c in "!@#$%^&*+=~_" for c in word[1:-1]):
         return False  # a word ("awesome", "really?!"), not a password
-    start = match.start()
-    for _ in range(CHAT_LOOKBACK_LINES):
-        if start <= 0:
-            break
-        start = match.string.rfind("\n", 0, start - 1) + 1
-    before = match.string[start : match.start()].splitlines()
+    before = _lines_before(match.string, match.start()).splitlines()
     chat = [line for line in before if _CHAT_LINE.match(line)]
     return len(chat) == len(before) > 0 and any(_ASKS_FOR_SECRET.search(line) for line in chat)
+
+
+def _lines_before(text: str, pos: int, lines: int = CHAT_LOOKBACK_LINES) -> str:
+    """The `lines` whole lines before the one `pos` stands on."""
+    start = pos
+    for _ in range(lines):
+        if start <= 0:
+            break
+        start = text.rfind("\n", 0, start - 1) + 1
+    return text[start:pos]
+
+
+ITS_LOOKBACK: Final = 300
+"""How far back "it's X" looks for the password it names, in characters: a line or two."""
+
+
+def _its_password(match: re.Match[str]) -> bool:
+    """Whether "it's X" (see `_ITS_VALUE`) gives a password asked or prompted for just before."""
+    value = match.group(2).rstrip(".!?:")
+    if not _strong(value):
+        return False
+    before = match.string[max(0, match.start() - ITS_LOOKBACK) : match.start()]
+    return re.search(_NAMES_PASSWORD, before) is not None
 
 
 # A CSV export whose header names a secret column: `User name,Password,Console sign-in URL`.
@@ -672,15 +700,21 @@ _SECURITY_QA: Final = re.compile(
 # "the keypad ... was reprogrammed. New code is 4719#", "alarm panel ...: type 8362 then press OFF".
 _KEYPAD_CODE: Final = re.compile(
     r"(?i)(\b(?:keypad|alarm|door|gate|safe|lockbox|key\s?safe|garage)\b[^\n]{0,100}?"
-    r"\b(?:type|enter|punch\s+in|key\s+in|code\s+is|code:)[ \t]*)(\d{4,8}[#*]?)(?![\d.,:]\d)"
+    r"\b(?:type|enter|punch\s+in|key\s+in|code\s+is|code:|new\s+one(?:'s|\s+is))[ \t]*)"
+    r"(\d{4,8}[#*]?)(?![\d.,:]\d)"
 )
 # "Rotated the master password for the vault today. New one: glacier-tumble-orchid-...".
 _NEW_ONE: Final = re.compile(
     r"(?i)(\b(?:password|passphrase|passcode|pass\s?word)\b[^\n]{0,120}?\bnew\s+one"
     r"(?:\s+is\s+|\s*[:=]\s*))([^\s\"'`,;]+)"
 )
+# A key file's bytes as a JSON array of 64 numbers (a Solana keypair, `~/.config/solana/id.json`).
+_BYTE_ARRAY_KEY: Final = re.compile(r"\[[ \t]*(?:\d{1,3}[ \t]*,[ \t]*){63}\d{1,3}[ \t]*\]")
+# "(typed it in the wrong window, it's Depl0y_Box_8 anyway)" a line or two after a password prompt.
+_ITS_VALUE: Final = re.compile(r"(?i)(\bit(?:'s|’s|[ \t]+is|[ \t]+was)[ \t]+)([^\s,;()\"'`]{6,64})")
 # A TOTP seed written in groups of four: "the TOTP secret is 7QHZ 3LMK P2XR 9VTW".
 _GROUPED_SEED: Final = re.compile(r"(?<![\w-])(?:[A-Za-z0-9]{4}[ ]){3,}[A-Za-z0-9]{4}(?![\w-])")
+_BASE32_GROUPS: Final = re.compile(r"(?:[a-z2-7]{4} )+[a-z2-7]{4}")
 # Session cookies: `sessionid=...`, `JSESSIONID=...`, "the grafana_session cookie 4d8e...".
 _SESSION_COOKIE: Final = re.compile(
     r"(?i)(\b(?:[\w-]*sess(?:ion)?[_-]?id|phpsessid|connect\.sid|[\w-]*_session|remember_(?:token|me)"
@@ -936,9 +970,19 @@ def _inside_arn(text: str, position: int) -> bool:
     return _ARN_BEFORE.search(text[max(0, position - 120) : position]) is not None
 
 
+def _next_line_text(match: re.Match[str]) -> bool:
+    """Whether a label that ends its line met, as its value, the first word of a line that goes on.
+    Such a label names a value standing alone on the next line, not the first word of whatever
+    follows ("deploy@host's password:" then "Permission denied, please try again")."""
+    if "\n" not in match.group(1):
+        return False
+    end = match.string.find("\n", match.end(2))
+    return bool(match.string[match.end(2) : None if end < 0 else end].strip())
+
+
 def _labelled(match: re.Match[str]) -> str:
     label, value = match.group(1), match.group(2)
-    if _code_not_value(value, label.rstrip()[-1:] == ":"):
+    if _code_not_value(value, label.rstrip()[-1:] == ":") or _next_line_text(match):
         return match.group(0)
     bare = value.strip("\"'.,;")
     if bare.lower() in _FIELD_WORDS and not re.match(r"(?i)\s*p(?:ass|w|wd|swd)", label):
@@ -992,12 +1036,14 @@ def redact_patterns(text: str) -> tuple[str, int]:
     passphrases of several words, security answers, a label far from its verb in other languages,
     a user and password joined by "and" or "with", `-u user -p x` and `-U user%x` flags, and a
     variable or file named for a secret "is" or "contains" a value, a password said alone in a
-    chat just after someone asked for it, a token given to a tool's `auth` or `login` command, a
-    wallet's keys, a seed phrase on the line after its label or as a numbered list, a CSV column
+    chat just after someone asked for it, "it's X" just after a password prompt, a token given to a
+    tool's `auth` or `login` command, a vendor's own `Authorization:` scheme, a wallet's keys, a seed
+    phrase after its label or as a numbered list, a key file's bytes as a JSON array, a CSV column
     named for a secret, numbered backup codes, the answer to a security question, a keypad's code
     and "the password ... new one: X". Documented placeholders (`AKIA...EXAMPLE`,
     `user:password@`), public keys, certificates, fingerprints, integrity hashes, bcrypt hashes,
-    encrypted values (sops, SealedSecrets), payment object ids and Bitcoin addresses stay.
+    encrypted values (sops, SealedSecrets), Google sign-in client ids, payment object ids and
+    Bitcoin addresses stay.
 
     Returns:
         The redacted text and the number of secrets replaced.
@@ -1039,6 +1085,8 @@ def redact_patterns(text: str) -> tuple[str, int]:
             # After `=` or a password flag the value is the value: "secret" itself is one; after a
             # colon too, though "password: stored in the vault" says where it is.
             sep = match.group(1).rstrip(" \"'")[-1:]
+            if _next_line_text(match):
+                return None
             if _code_not_value(secret, sep == ":") or _public_context(
                 match.string, match.start(2), markers
             ):
@@ -1105,16 +1153,27 @@ def redact_patterns(text: str) -> tuple[str, int]:
     text = redact_each(
         _CHAT_REPLY, lambda m: f"{m.group(1)}{REDACTED}" if _chat_reply_secret(m) else None, text
     )
+    text = redact_each(
+        _ITS_VALUE, lambda m: f"{m.group(1)}{REDACTED}" if _its_password(m) else None, text
+    )
+    text = redact_each(
+        _BYTE_ARRAY_KEY,
+        lambda m: REDACTED if max(map(int, re.findall(r"\d+", m.group()))) <= 255 else None,
+        text,
+    )
     text = keep_label(_DECODED_KEY, text, flag=True)
     text, found = _csv_secret_columns(text)
     count += found
     text = redact_each(_CLI_AUTH, lambda m: f"{m.group(1)}{REDACTED}", text)
     text = redact_each(_WALLET_KEYS, lambda m: f"{m.group(1)}{REDACTED}", text)
-    text = redact_each(
-        _SEED_WORDS,
-        lambda m: f"{m.group(1)}{REDACTED}" if len(m.group(2).split()) in SEED_LENGTHS else None,
-        text,
-    )
+    for seed in (_SEED_WORDS, _SEED_AFTER_LABEL):
+        text = redact_each(
+            seed,
+            lambda m: (
+                f"{m.group(1)}{REDACTED}" if len(m.group(2).split()) in SEED_LENGTHS else None
+            ),
+            text,
+        )
     text = redact_each(
         _USER_THEN_PASSWORD,
         lambda m: (
@@ -1194,6 +1253,8 @@ def redact_patterns(text: str) -> tuple[str, int]:
 
     def prose(match: re.Match[str]) -> str | None:
         value = match.group(2)
+        if _next_line_text(match):
+            return None
         if value[:1].isdigit() and _DIGIT_COLON.search(match.group(1)):
             return None  # "token expired at 10:22:05Z": a colon between digits is a time or a port
         # "--secret-id arn:aws:...": the label stands before the ARN, its value inside it.
@@ -1284,9 +1345,11 @@ def redact_patterns(text: str) -> tuple[str, int]:
     def grouped_seed(match: re.Match[str]) -> str | None:
         before = match.string[max(0, match.start() - 90) : match.start()]
         groups = match.group().split()
-        if _OTP_CUE.search(before) is None or sum(any(c.isdigit() for c in g) for g in groups) < 2:
+        if sum(any(c.isdigit() for c in g) for g in groups) < 2:
             return None
-        return REDACTED
+        # Six or more groups of base32 in one case are a seed whatever precedes them.
+        base32 = len(groups) >= 6 and (_BASE32_GROUPS.fullmatch(match.group().lower()) is not None)
+        return REDACTED if base32 or _OTP_CUE.search(before) else None
 
     text = redact_each(_GROUPED_SEED, grouped_seed, text)
     text = keep_label(_PGPASS, text)
@@ -1374,14 +1437,16 @@ _NEXT_DOCUMENT: Final = re.compile(r"\n---|\bkind:")
 _PUBLIC_MARKER: Final = re.compile(
     r"(?i)(?P<pem>-----BEGIN )|(?P<sealed>encryptedData:)|(?P<ssh>ssh-|ecdsa-sha2)|(?P<sops>ENC\[)"
     r"|(?P<arn>\barn:)"
-    r"|(?P<label>public[_ -]?key|pub[_-]?key|site[_-]?key)"
+    r"|(?P<label>public[_ -]?key|pub[_-]?key|site[_-]?key)|(?P<oauth>\.apps\.googleusercontent\.com)"
 )
 SSH_KEY_MAX: Final = 4_000
 """An SSH public key's line is shorter than this (an RSA 8192 key is about 1,400 characters)."""
 _SSH_KEY_BODY: Final = re.compile(
     r"(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@\S+)\s+AAAA[A-Za-z0-9+/=]*$"
 )
-_ALL_MARKERS: Final = frozenset({"pem", "sealed", "ssh", "label", "sops", "arn"})
+_GOOGLE_CLIENT_ID: Final = re.compile(r"(?:\w+=)?[\"']?\d+-[a-z0-9]+\.apps\.googleusercontent\.com")
+"""A Google OAuth client id: shipped in every web page that signs in with Google."""
+_ALL_MARKERS: Final = frozenset({"pem", "sealed", "ssh", "label", "sops", "arn", "oauth"})
 
 
 def public_markers(text: str) -> frozenset[str]:
@@ -1399,6 +1464,8 @@ def _public_context(text: str, start: int, markers: frozenset[str] = _ALL_MARKER
     if "arn" in markers and _inside_arn(text, start):
         return True
     if "label" in markers and _PUBLIC_LABEL.search(text, max(0, start - 40), start):
+        return True
+    if "oauth" in markers and _GOOGLE_CLIENT_ID.match(text, start):
         return True
     if "ssh" in markers:
         line = max(text.rfind("\n", max(0, start - SSH_KEY_MAX), start) + 1, start - SSH_KEY_MAX)
