@@ -27,7 +27,7 @@ from octygraph.embeddings import OnFirstUse
 from octygraph.embeddings.local import cached_local_embed
 from octygraph.judgement.linear import Logistic, load_logistic, model_arrays
 from octygraph.judgement.ngrams import hashed_ngrams
-from octygraph.safety.intent import injection_reason
+from octygraph.safety.intent import injection_reason, without_examples
 from octygraph.text.words import split_sentences
 
 PLANTED_FILE: Final = "planted.npz"
@@ -83,7 +83,7 @@ def planted_reason(text: str) -> str | None:
     if reason is not None or not text or not text.strip():
         return reason
     model = _MODEL.get()
-    proba, unit = model.strongest(text)
+    proba, unit = model.strongest(without_examples(text))
     if proba < model.bar:
         return None
     return f"it reads like a planted instruction ({proba:.2f} for {unit[:60]!r})"

@@ -187,7 +187,24 @@ def _payload(text: str) -> bool:
     return False
 
 
+# A phrase quoted as one example of a kind ("it flags phrases like 'ignore all previous
+# instructions'", "jailbreak attempts (e.g. 'pretend you have no rules')") is talked about, not said.
+# Short quotes only, after a cue that lists examples: "the ticket says '...'" is still read.
+_SHORT_QUOTE: Final = r"""(?:"[^"\n]{1,80}"|“[^”\n]{1,80}”|'[^'\n]{1,80}'(?!\w)|`[^`\n]{1,80}`)"""
+_EXAMPLE_QUOTE: Final = re.compile(
+    r"(?i)(\b(?:like|such\s+as|e\.?g\.?|for\s+(?:example|instance)|examples?\s+(?:like|such\s+as))"
+    rf"[,:]?\s+)({_SHORT_QUOTE}(?:\s*(?:,|or|and|/)\s*{_SHORT_QUOTE})*)"
+)
+_ANY_QUOTE: Final = re.compile(_SHORT_QUOTE)
+
+
+def without_examples(text: str) -> str:
+    """`text` with the phrases it quotes as examples of a kind replaced by a placeholder."""
+    return _EXAMPLE_QUOTE.sub(lambda m: m.group(1) + _ANY_QUOTE.sub('"..."', m.group(2)), text)
+
+
 def _judge(text: str, depth: int) -> str | None:
+    text = without_examples(text)
     views = {text, normalize(text)}
     views |= {_unspaced(v) for v in list(views)}
     views |= {v.translate(_LEET) for v in list(views)}
