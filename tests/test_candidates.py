@@ -11,14 +11,16 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from octygraph.config.settings import Settings
-from octygraph.judgement.relevance import MemoryText, relevance_model
+from octygraph.embeddings.local import cached_local_embed
 from octygraph.judgement.storage import filter_storage
+from octygraph.judgement.verdict import CANDIDATE_PROSE_CHARS
 from octygraph.memory import candidates, review
 from octygraph.memory.uses import USES_CONFIRM, record_access
-from octygraph.pipeline.nodes.assemble import CANDIDATE_RELEVANCE
+from octygraph.pipeline.nodes.assemble import CANDIDATE_COSINE
 from octygraph.pipeline.sessions import SessionLog
 from octygraph.pipeline.tools import writes
 from octygraph.store import MemoryStore, Node
@@ -32,7 +34,18 @@ __all__ = ["claude_dir"]  # the fixture, used by name
 UNSURE = "Use npm for installing dependencies."
 """A standing preference said plainly, without "always" or "from now on": the verdict is unsure."""
 LIKELY = "install everything and start the server"
-"""A prompt the relevance model puts between its bar and the candidates' (`CANDIDATE_RELEVANCE`)."""
+"""A prompt an ordinary memory of `UNSURE` is given to, and which does not read like it."""
+BRIEF = (
+    "We use pnpm in this repo. The mobile app talks to the billing API through the gateway in "
+    "services/gateway, and the partner team at Northwind owns the contract for it. The gateway has a "
+    "hard limit of 50 requests a second per customer, which is why the retry logic backs off "
+    "exponentially. Can you add a test for the backoff?"
+)
+"""A message whose forms keep a part, while the whole of it may last."""
+ALIKE = (
+    "The mobile app is getting throttled by the billing gateway again, can you look at the retry?"
+)
+"""A later message on the same matter as `BRIEF`, in other words."""
 
 
 def current(text: str) -> Node:
@@ -76,13 +89,42 @@ def test_a_candidate_is_searchable_but_not_given_until_said_again(claude_dir: Pa
     assert UNSURE in prompt(LIKELY, "s5")  # a session given no start block: the prompt gives it
 
 
+def cosine(a: str, b: str) -> float:
+    va, vb = cached_local_embed([a, b])
+    return float(va @ vb / (np.linalg.norm(va) * np.linalg.norm(vb)))
+
+
+def test_the_prompts_used_here_sit_where_the_tests_need_them() -> None:
+    assert cosine(UNSURE, LIKELY) < CANDIDATE_COSINE
+    (opening,) = filter_storage(BRIEF).candidates
+    assert cosine(opening.content, ALIKE) >= CANDIDATE_COSINE
+
+
+def test_a_message_whose_forms_keep_a_part_is_also_kept_whole_as_a_candidate() -> None:
+    decision = filter_storage(BRIEF)
+    assert decision.store and "We use pnpm in this repo." in [i.content for i in decision.items]
+    (opening,) = decision.candidates
+    # Its prose from the start (the request at its end is not prose worth keeping past the bar).
+    assert opening.content.startswith("We use pnpm in this repo. The mobile app talks to")
+    assert "Northwind" in opening.content and len(opening.content) <= CANDIDATE_PROSE_CHARS
+    # A short message the forms keep whole adds no candidate.
+    assert filter_storage("We use pnpm in this repo.").candidates == []
+
+
 @pytest.mark.slow
-def test_the_prompt_used_for_the_candidate_bar_sits_between_the_two_bars() -> None:
-    model = relevance_model()
-    (kept,) = filter_storage(UNSURE).candidates  # typed and scoped as it is stored
-    memory = MemoryText(kept.content, kept.type, kept.scope)
-    probability = float(model.judge(LIKELY, [memory])[0][0])
-    assert model.threshold <= probability < CANDIDATE_RELEVANCE
+def test_a_candidate_is_given_once_to_a_later_session_whose_prompt_reads_like_it(
+    claude_dir: Path,
+) -> None:
+    prompt(BRIEF, "s1")
+    (candidate,) = [n for n in nodes() if candidates.is_candidate(n)]
+    assert "Northwind" in candidate.content
+    assert "Northwind" not in start("s2")  # not at session start
+    given = prompt(ALIKE, "s2")
+    assert candidate.content in records(given)
+    # Once in a session: it is in the transcript from then on.
+    assert "Northwind" not in prompt(ALIKE + " It still fails.", "s2")
+    # A prompt on another matter gets nothing of it.
+    assert "Northwind" not in prompt("Rename the settings page title to Preferences.", "s3")
 
 
 def test_a_candidate_given_often_enough_is_confirmed_by_use(claude_dir: Path) -> None:

@@ -48,6 +48,10 @@ MAX_REPLY_ITEMS: Final = 2
 """At most this many items from one assistant reply, the most probable first: a long reply gives
 many chances to keep a line wrongly, and one reply rarely reports more lasting outcomes than this
 (measured on whole replies assembled from the training set: `training/reply_cap.py`)."""
+OPENING_HELD_SHARE: Final = 0.8
+"""A message's opening is kept as a candidate beside what the forms kept of it, unless their items
+already hold this share of its length: a later message on the same matter is found by how much it
+resembles this one (`pipeline.nodes.assemble.CANDIDATE_COSINE`)."""
 _EVENT_SUBTYPES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     (
         "incident",
@@ -196,7 +200,9 @@ def filter_storage(
         judged: The gate's verdicts when the caller already has them (default: judge now).
         assistant: The text is the assistant's reply: only lasting outcomes count.
         project: The project id, to resolve "this repo" in stored text.
-        learned: Ask the learned verdict when the forms keep nothing (off only to measure the forms).
+        learned: Ask the learned verdict (off only to measure the forms): what it keeps when the
+            forms keep nothing, and, when they keep a part of a message that may last, the
+            message's opening as a candidate beside it.
 
     Returns:
         The decision: `store` is true when at least one item was found.
@@ -261,6 +267,14 @@ def filter_storage(
                 candidates = [(probability, item)]
             else:  # unsure is not no: kept as a candidate
                 unsure, unsure_p = [item], probability
+    elif learned and not assistant:
+        # What the forms kept is a part; the message itself, when it may last, is a candidate too.
+        opening = _verdict_items(
+            prompt, gate_verdicts, classification, today, gazetteer, project, opening=True
+        )
+        held = sum(len(item.content) for _, item in candidates)
+        if opening is not None and held < OPENING_HELD_SHARE * len(opening[1].content):
+            unsure, unsure_p = [opening[1]], opening[0]
     cap = MAX_REPLY_ITEMS if assistant else MAX_ITEMS
     items = _most_probable(_dedup(candidates), cap)
     if items:
@@ -284,10 +298,13 @@ def _verdict_items(
     today: date,
     gazetteer: Gazetteer,
     project: str | None,
+    *,
+    opening: bool = False,
 ) -> tuple[float, StorageItem, bool] | None:
     """What the learned storage verdict (`judgement.verdict`) keeps of a message the forms kept
-    nothing of: the prose whole when short, else its likeliest segment, never a segment a form
-    refuses. (probability, item, sure enough to be active), or None below the candidate bar."""
+    nothing of: the prose whole when short, else its likeliest segment (a candidate: the opening
+    with it), never a segment a form refuses. (probability, item, sure enough to be active), or None
+    below the candidate bar. With `opening`, the candidate's part however sure the verdict is."""
     prose = [v for v in judged if not v.machine]
     if not prose:
         return None
@@ -300,7 +317,7 @@ def _verdict_items(
     ]
     rows = verdict_features(views, vectors, len(judged) - len(prose), len(message))
     refused = verdict_refusals(sentences)
-    kept = storage_verdict().keep(rows, message_vector(vectors), texts, refused)
+    kept = storage_verdict().keep(rows, message_vector(vectors), texts, refused, opening=opening)
     if kept is None:
         return None
     chosen = [prose[i] for i in kept.segments]

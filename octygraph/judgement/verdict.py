@@ -176,6 +176,10 @@ WHOLE_PROSE_CHARS: Final = 500
 """A kept message whose prose is at most this long is stored whole: its durable part is most often
 said together with what explains it. A longer one keeps its likeliest segment (storing the two
 likeliest instead kept 2 points more memories for 8 points more junk, leave-project-out)."""
+CANDIDATE_PROSE_CHARS: Final = 600
+"""A candidate keeps the opening of its message's prose, up to this long, with the likeliest segment:
+the later prompt that needs it is found by how much the two messages resemble each other, and a
+long message's lasting part is as often beside its likeliest segment as in it."""
 
 
 def message_vector(segment_vectors: np.ndarray) -> np.ndarray:
@@ -250,21 +254,32 @@ class StorageVerdict:
         message_vector: np.ndarray,
         prose: Sequence[str],
         refused: Sequence[bool],
+        *,
+        opening: bool = False,
     ) -> Kept | None:
         """What of a message to store, or None below the candidate bar. `rows` are the prose
-        segments' `verdict_features`; a refused segment is never stored."""
+        segments' `verdict_features`; a refused segment is never stored. With `opening`, what a
+        candidate keeps (the opening of the prose with its likeliest segment) however sure."""
         allowed = [i for i, r in enumerate(refused) if not r]
         if not allowed:
             return None
         p = float(self.message.proba(message_row(rows, message_vector)[None, :])[0])
         if p < self.candidate_bar:
             return None
+        active = p >= self.active_bar and not opening
         if sum(len(prose[i]) for i in allowed) <= WHOLE_PROSE_CHARS:
-            chosen, whole = tuple(allowed), len(allowed) == len(prose)
-        else:
-            seg_p = np.asarray(self.segment.proba(segment_rows(rows[allowed])), dtype=np.float64)
-            chosen, whole = (allowed[int(np.argmax(seg_p))],), False
-        return Kept(p, p >= self.active_bar, chosen, whole)
+            return Kept(p, active, tuple(allowed), len(allowed) == len(prose))
+        seg_p = np.asarray(self.segment.proba(segment_rows(rows[allowed])), dtype=np.float64)
+        likeliest = allowed[int(np.argmax(seg_p))]
+        if active:
+            return Kept(p, active, (likeliest,), False)
+        head: list[int] = []
+        for i in allowed:
+            if head and sum(len(prose[j]) for j in head) + len(prose[i]) > CANDIDATE_PROSE_CHARS:
+                break
+            head.append(i)
+        chosen = tuple(sorted({*head, likeliest}))
+        return Kept(p, active, chosen, chosen == tuple(range(len(prose))))
 
 
 _VERDICT: StorageVerdict | None = None

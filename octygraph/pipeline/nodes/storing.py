@@ -145,27 +145,39 @@ def _force_store(
 @timed("force_store")
 async def force_store(state: PipelineState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Store directly with sensible defaults when the loop stored nothing despite storable items,
-    or keep what the storage verdict was unsure of as candidates."""
+    or keep what the storage verdict was unsure of as candidates; a message's opening kept as a
+    candidate beside what was stored of it is written either way."""
     ctx = runtime.context
     storage = state.get("storage") or StorageDecision(store=False)
     instructions = state.get("instructions") or []
-    if ctx.read_only or state.get("stored"):
+    if ctx.read_only:
         return {}
-    if storage.items or instructions:
+    # A message's opening kept as a candidate beside what was stored of it (`filter_storage`).
+    beside = list(storage.candidates) if storage.items or instructions else []
+    unsure = storage.candidate_p or 0.0
+    if state.get("stored"):
+        if not beside:
+            return {}
+        items, rules, candidate, beside = beside, [], unsure, []
+    elif storage.items or instructions:
         items, rules, candidate = list(storage.items), list(instructions), None
     elif storage.candidates:
-        items, rules, candidate = list(storage.candidates), [], storage.candidate_p or 0.0
+        items, rules, candidate = list(storage.candidates), [], unsure
     else:
         return {}
-    written, superseded, calls, notes = await asyncio.to_thread(
-        _force_store,
-        ctx,
+    prompt, classification = (
         state.get("prompt", ""),
         state.get("classification") or Classification(),
-        items,
-        rules,
-        candidate,
     )
+    written, superseded, calls, notes = await asyncio.to_thread(
+        _force_store, ctx, prompt, classification, items, rules, candidate
+    )
+    if beside:
+        more = await asyncio.to_thread(
+            _force_store, ctx, prompt, classification, beside, [], unsure
+        )
+        written, superseded = [*written, *more[0]], [*superseded, *more[1]]
+        calls, notes = [*calls, *more[2]], [*notes, *more[3]]
     return {
         # A candidate said again is confirmed, and stored as an ordinary memory.
         "stored": [r for r in written if not r.get("candidate")],
