@@ -152,32 +152,28 @@ async def force_store(state: PipelineState, runtime: Runtime[Context]) -> dict[s
     instructions = state.get("instructions") or []
     if ctx.read_only:
         return {}
-    # A message's opening kept as a candidate beside what was stored of it (`filter_storage`).
-    beside = list(storage.candidates) if storage.items or instructions else []
-    unsure = storage.candidate_p or 0.0
-    if state.get("stored"):
-        if not beside:
-            return {}
-        items, rules, candidate, beside = beside, [], unsure, []
-    elif storage.items or instructions:
-        items, rules, candidate = list(storage.items), list(instructions), None
-    elif storage.candidates:
-        items, rules, candidate = list(storage.candidates), [], unsure
-    else:
+    told = bool(storage.items or instructions)
+    stored_by_loop = bool(state.get("stored"))
+    batches: list[tuple[list[StorageItem], list[ExtractedInstruction], float | None]] = []
+    if told and not stored_by_loop:
+        batches.append((list(storage.items), list(instructions), None))
+    # What the verdict was unsure of: alone, or a message's opening beside what was stored of it.
+    if storage.candidates and (told or not stored_by_loop):
+        batches.append((list(storage.candidates), [], storage.candidate_p or 0.0))
+    if not batches:
         return {}
-    prompt, classification = (
-        state.get("prompt", ""),
-        state.get("classification") or Classification(),
-    )
-    written, superseded, calls, notes = await asyncio.to_thread(
-        _force_store, ctx, prompt, classification, items, rules, candidate
-    )
-    if beside:
-        more = await asyncio.to_thread(
-            _force_store, ctx, prompt, classification, beside, [], unsure
+    prompt = state.get("prompt", "")
+    classification = state.get("classification") or Classification()
+    written: list[Record] = []
+    superseded: list[str] = []
+    calls: list[ToolCall] = []
+    notes: list[str] = []
+    for items, rules, candidate in batches:
+        done = await asyncio.to_thread(
+            _force_store, ctx, prompt, classification, items, rules, candidate
         )
-        written, superseded = [*written, *more[0]], [*superseded, *more[1]]
-        calls, notes = [*calls, *more[2]], [*notes, *more[3]]
+        written, superseded = [*written, *done[0]], [*superseded, *done[1]]
+        calls, notes = [*calls, *done[2]], [*notes, *done[3]]
     return {
         # A candidate said again is confirmed, and stored as an ordinary memory.
         "stored": [r for r in written if not r.get("candidate")],
