@@ -235,9 +235,9 @@ _CHAT_REPLY: Final = re.compile(
     rf"(?m)^({_SPEAKER}(?:(?:try|use|it'?s)[ \t]+)?)(\S{{6,64}})[ \t]*$"
 )
 _CHAT_LINE: Final = re.compile(_SPEAKER)
-_NAMES_PASSWORD: Final = r"(?i)pass(?:word|phrase|code)|\b(?:pin|pw|pwd|pass)\b"
+_NAMES_PASSWORD: Final = re.compile(r"(?i)pass(?:word|phrase|code)|\b(?:pin|pw|pwd|pass)\b")
 _ASKS_FOR_SECRET: Final = re.compile(
-    rf"{_NAMES_PASSWORD}|credentials|\bwi-?fi key|\blog-?\s?in\b|\bsign-?\s?in\b|\badmin\b"
+    rf"{_NAMES_PASSWORD.pattern}|credentials|\bwi-?fi key|\blog-?\s?in\b|\bsign-?\s?in\b|\badmin\b"
 )
 _LABEL_WORDS: Final = frozenset(
     """status error warning warn fatal trace note hint info debug detail details version host port
@@ -281,7 +281,7 @@ def _its_password(match: re.Match[str]) -> bool:
     if not _strong(value):
         return False
     before = match.string[max(0, match.start() - ITS_LOOKBACK) : match.start()]
-    return re.search(_NAMES_PASSWORD, before) is not None
+    return _NAMES_PASSWORD.search(before) is not None
 
 
 # A CSV export whose header names a secret column: `User name,Password,Console sign-in URL`.
@@ -1347,7 +1347,7 @@ def redact_patterns(text: str) -> tuple[str, int]:
         groups = match.group().split()
         if sum(any(c.isdigit() for c in g) for g in groups) < 2:
             return None
-        # Six or more groups of base32 in one case are a seed whatever precedes them.
+        # Six or more groups of base32 characters are a seed whatever precedes them.
         base32 = len(groups) >= 6 and (_BASE32_GROUPS.fullmatch(match.group().lower()) is not None)
         return REDACTED if base32 or _OTP_CUE.search(before) else None
 
